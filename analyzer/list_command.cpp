@@ -1,0 +1,135 @@
+// acc-analyzer list DIR: the records of a recording in execution order.
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+
+#include "analyzer/commands.h"
+#include "analyzer/record_json.h"
+#include "analyzer/recording.h"
+
+namespace acc::analyzer {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: acc-analyzer list DIR [--json] [--stacks]\n"
+    "\n"
+    "Prints the records of the recording in DIR (a directory of rank*/ folders,\n"
+    "or one rank folder) in execution order, rank by rank.\n"
+    "\n"
+    "  --json     one JSON object per record and line (see docs/FORMAT.md)\n"
+    "  --stacks   include each record's call stack\n"
+    "\n"
+    "Exit codes: 0 listed; 2 usage error, unreadable or damaged recording (the\n"
+    "readable records are still listed).\n";
+
+std::string shapeText(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+void printHuman(const format::OpRecord& r, const std::map<uint64_t, format::StackRecord>& stacks,
+                bool with_stacks) {
+  std::printf("%6llu  step %-3lld %s", static_cast<unsigned long long>(r.index),
+              static_cast<long long>(r.step), r.name.c_str());
+  if (r.pass == format::Pass::Backward) std::printf("  (%s)", r.grad_fn.c_str());
+  std::printf("\n");
+  for (const format::Scalar& s : r.scalars) {
+    std::printf("          arg[%u] = %s\n", s.position, s.value.c_str());
+  }
+  for (const format::Tensor& t : r.tensors) {
+    std::string where = std::string(format::roleName(t.role)) + "[" + std::to_string(t.position) +
+                        (t.item ? "." + std::to_string(t.item) : "") + "]";
+    std::printf("          %-12s %-8s %-18s %s", where.c_str(), format::dtypeName(t.dtype),
+                shapeText(t.shape).c_str(), t.device.c_str());
+    if (t.has_stats) {
+      const format::Stats& s = t.stats;
+      std::printf("  min %s max %s mean %s norm %s", num(s.min).c_str(), num(s.max).c_str(),
+                  num(s.mean).c_str(), num(s.norm).c_str());
+      if (s.nan_count || s.inf_count) {
+        std::printf(" nan %llu inf %llu", static_cast<unsigned long long>(s.nan_count),
+                    static_cast<unsigned long long>(s.inf_count));
+      }
+    }
+    std::printf("\n");
+  }
+  if (with_stacks && r.stack_id != 0) {
+    auto it = stacks.find(r.stack_id);
+    if (it != stacks.end()) {
+      for (const format::StackFrame& f : it->second.frames) std::printf("            at %s\n", f.text.c_str());
+    }
+  }
+}
+
+}  // namespace
+
+int listCommand(const std::vector<std::string>& args) {
+  std::string dir;
+  bool json = false, with_stacks = false;
+  for (const std::string& a : args) {
+    if (a == "--help" || a == "-h") {
+      std::cout << kUsage;
+      return kExitOk;
+    } else if (a == "--json") {
+      json = true;
+    } else if (a == "--stacks") {
+      with_stacks = true;
+    } else if (!a.empty() && a[0] == '-') {
+      std::cerr << "acc-analyzer list: unknown option " << a << "\n" << kUsage;
+      return kExitInput;
+    } else if (dir.empty()) {
+      dir = a;
+    } else {
+      std::cerr << "acc-analyzer list: one directory expected, got also " << a << "\n";
+      return kExitInput;
+    }
+  }
+  if (dir.empty()) {
+    std::cerr << kUsage;
+    return kExitInput;
+  }
+  int exit_code = kExitOk;
+  try {
+    for (const RankRecording& rank : openRecording(dir)) {
+      std::map<uint64_t, format::StackRecord> stacks;
+      ReadDamage damage;
+      std::vector<format::OpRecord> records = loadSorted(rank, stacks, damage);
+      if (!json) {
+        std::string status = rank.manifest.value("status", std::string("no manifest"));
+        std::printf("rank %lld  %s  torch %s  level %s  %zu records  (%s)\n",
+                    static_cast<long long>(rank.rank), rank.dir.c_str(),
+                    rank.manifest.value("torch_version", std::string("?")).c_str(),
+                    rank.manifest.contains("config") ? rank.manifest["config"].value("level", nlohmann::json()).dump().c_str() : "?",
+                    records.size(), status.c_str());
+      }
+      for (const format::OpRecord& r : records) {
+        if (json) {
+          nlohmann::json j = recordJson(r, rank.rank);
+          if (with_stacks && r.stack_id != 0 && stacks.count(r.stack_id)) {
+            j["stack"] = stackJson(stacks.at(r.stack_id))["frames"];
+          }
+          std::cout << j.dump() << "\n";
+        } else {
+          printHuman(r, stacks, with_stacks);
+        }
+      }
+      if (damage.any()) {
+        std::cerr << "acc-analyzer: " << damage.describe(rank.dir + "/records.acc") << "\n";
+        exit_code = kExitInput;
+      }
+    }
+  } catch (const InputError& e) {
+    std::cerr << "acc-analyzer: " << e.what() << "\n";
+    return kExitInput;
+  }
+  std::cout.flush();
+  return exit_code;
+}
+
+}  // namespace acc::analyzer

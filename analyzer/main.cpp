@@ -1,0 +1,37 @@
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "analyzer/commands.h"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: acc-analyzer COMMAND [ARGS]\n"
+    "\n"
+    "Reads recordings made by libacc.so (LD_PRELOAD=libacc.so python train.py).\n"
+    "\n"
+    "commands:\n"
+    "  list DIR [--json] [--stacks]   records in execution order\n"
+    "\n"
+    "`acc-analyzer COMMAND --help` describes one command.\n"
+    "Exit codes: 0 success, 1 divergence found (compare), 2 usage or input error.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
+    (argc < 2 ? std::cerr : std::cout) << kUsage;
+    return argc < 2 ? acc::analyzer::kExitInput : acc::analyzer::kExitOk;
+  }
+  if (std::strcmp(argv[1], "--version") == 0) {
+    std::cout << "acc-analyzer " << ACC_VERSION << "\n";
+    return 0;
+  }
+  std::string command = argv[1];
+  std::vector<std::string> args(argv + 2, argv + argc);
+  if (command == "list") return acc::analyzer::listCommand(args);
+  std::cerr << "acc-analyzer: unknown command '" << command << "'\n" << kUsage;
+  return acc::analyzer::kExitInput;
+}

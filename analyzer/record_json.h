@@ -1,0 +1,17 @@
+// JSON form of records, shared by every command's --json output.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+
+#include "format/record.h"
+
+namespace acc::analyzer {
+
+nlohmann::json statsJson(const format::Stats& s);
+nlohmann::json tensorJson(const format::Tensor& t);
+nlohmann::json recordJson(const format::OpRecord& r, int64_t rank);
+nlohmann::json stackJson(const format::StackRecord& s);
+
+}  // namespace acc::analyzer

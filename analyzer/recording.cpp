@@ -1,0 +1,116 @@
+#include "analyzer/recording.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include "format/bytes.h"
+#include "format/frame.h"
+
+namespace acc::analyzer {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr const char* kRecordsFile = "records.acc";
+
+RankRecording openRank(const fs::path& dir) {
+  RankRecording r;
+  r.dir = dir.string();
+  r.manifest = nlohmann::json::object();
+  std::ifstream in(dir / "manifest.json");
+  if (in) {
+    try {
+      in >> r.manifest;
+    } catch (const std::exception& e) {
+      throw InputError((dir / "manifest.json").string() + ": not valid JSON (" + e.what() + ")");
+    }
+  }
+  if (r.manifest.contains("rank") && r.manifest["rank"].is_number_integer()) {
+    r.rank = r.manifest["rank"].get<int64_t>();
+  } else {
+    std::string name = dir.filename().string();
+    if (name.rfind("rank", 0) == 0) r.rank = std::atoll(name.c_str() + 4);
+  }
+  return r;
+}
+
+}  // namespace
+
+std::vector<RankRecording> openRecording(const std::string& path) {
+  fs::path p(path);
+  std::error_code ec;
+  if (!fs::exists(p, ec)) throw InputError(path + ": no such file or directory");
+  if (!fs::is_directory(p, ec)) throw InputError(path + ": not a directory (give the recording's directory)");
+  if (fs::exists(p / kRecordsFile, ec)) return {openRank(p)};
+  std::vector<RankRecording> ranks;
+  for (const auto& entry : fs::directory_iterator(p, ec)) {
+    if (entry.is_directory() && fs::exists(entry.path() / kRecordsFile)) ranks.push_back(openRank(entry.path()));
+  }
+  if (ranks.empty()) {
+    throw InputError(path + ": no recording here (expected " + kRecordsFile +
+                     " in it or in its rank*/ subdirectories)");
+  }
+  std::sort(ranks.begin(), ranks.end(), [](const RankRecording& a, const RankRecording& b) {
+    return a.rank != b.rank ? a.rank < b.rank : a.dir < b.dir;
+  });
+  return ranks;
+}
+
+std::string ReadDamage::describe(const std::string& file) const {
+  std::string out = file + ":";
+  if (truncated_bytes) out += " ends in an incomplete frame (" + std::to_string(truncated_bytes) + " bytes ignored; the recording process did not finish)";
+  if (corrupt_frames) out += " " + std::to_string(corrupt_frames) + " corrupt frame(s) skipped";
+  if (corrupt_records) out += " " + std::to_string(corrupt_records) + " corrupt record(s) skipped";
+  return out + "; the readable records are used";
+}
+
+ReadDamage readRecords(const RankRecording& rank, const ReadOptions& options,
+                       const std::function<void(format::OpRecord&&)>& on_op,
+                       std::map<uint64_t, format::StackRecord>& stacks) {
+  const std::string file = (fs::path(rank.dir) / kRecordsFile).string();
+  std::unique_ptr<format::FrameReader> opened;
+  try {
+    opened = std::make_unique<format::FrameReader>(file);
+  } catch (const format::FormatError& e) {
+    throw InputError(e.what());
+  }
+  format::FrameReader& reader = *opened;
+  ReadDamage damage;
+  std::string payload;
+  while (reader.next(payload)) {
+    format::RecordCursor cursor(payload);
+    format::RecordKind kind;
+    std::string_view body;
+    try {
+      while (cursor.next(kind, body)) {
+        try {
+          if (kind == format::RecordKind::Op) on_op(format::decodeOp(body, options.with_data));
+          else if (kind == format::RecordKind::Stack) {
+            format::StackRecord s = format::decodeStack(body);
+            stacks[s.id] = std::move(s);
+          }
+        } catch (const format::FormatError&) {
+          ++damage.corrupt_records;
+        }
+      }
+    } catch (const format::FormatError&) {
+      ++damage.corrupt_records;  // the rest of this frame cannot be delimited
+    }
+  }
+  damage.corrupt_frames = reader.corruptFrames();
+  damage.truncated_bytes = reader.truncatedBytes();
+  return damage;
+}
+
+std::vector<format::OpRecord> loadSorted(const RankRecording& rank,
+                                         std::map<uint64_t, format::StackRecord>& stacks,
+                                         ReadDamage& damage) {
+  std::vector<format::OpRecord> records;
+  damage = readRecords(rank, ReadOptions{}, [&](format::OpRecord&& r) { records.push_back(std::move(r)); }, stacks);
+  std::stable_sort(records.begin(), records.end(),
+                   [](const format::OpRecord& a, const format::OpRecord& b) { return a.index < b.index; });
+  return records;
+}
+
+}  // namespace acc::analyzer

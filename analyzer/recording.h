@@ -1,0 +1,53 @@
+// Opens recordings: a directory holding rank*/ subdirectories, or one rank
+// directory (manifest.json + records.acc), and streams their records.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "format/record.h"
+
+namespace acc::analyzer {
+
+// A problem with the user's input: reported as one line, exit code 2.
+struct InputError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct RankRecording {
+  std::string dir;
+  int64_t rank = 0;
+  nlohmann::json manifest;  // empty object when manifest.json is missing
+};
+
+// Throws InputError when `path` holds no recording.
+std::vector<RankRecording> openRecording(const std::string& path);
+
+struct ReadDamage {
+  uint64_t corrupt_frames = 0;
+  uint64_t corrupt_records = 0;
+  uint64_t truncated_bytes = 0;
+  bool any() const { return corrupt_frames + corrupt_records + truncated_bytes != 0; }
+  std::string describe(const std::string& file) const;
+};
+
+struct ReadOptions {
+  bool with_data = false;  // tensor bytes (level 2); metadata and stats otherwise
+};
+
+// Calls `on_op` for each op record in file order and collects stacks.
+ReadDamage readRecords(const RankRecording& rank, const ReadOptions& options,
+                       const std::function<void(format::OpRecord&&)>& on_op,
+                       std::map<uint64_t, format::StackRecord>& stacks);
+
+// Op records of one rank sorted by index (execution order), without data.
+std::vector<format::OpRecord> loadSorted(const RankRecording& rank,
+                                         std::map<uint64_t, format::StackRecord>& stacks,
+                                         ReadDamage& damage);
+
+}  // namespace acc::analyzer

@@ -1,0 +1,51 @@
+# Torch's CMake config gives the libstdc++ ABI flag (TORCH_CXX_FLAGS) but not
+# whether torch was built with NDEBUG, which changes at::RecordFunction's
+# layout. Build a probe each way, run it against the installed libtorch and
+# keep the setting whose layout matches.
+function(acc_detect_torch_ndebug out_var)
+  foreach(variant NDEBUG DEBUG)
+    set(defs ${TORCH_CXX_FLAGS})
+    if(variant STREQUAL "NDEBUG")
+      list(APPEND defs -DNDEBUG)
+    endif()
+    try_run(run_result compile_result
+      ${CMAKE_BINARY_DIR}/abi_probe_${variant}
+      SOURCES ${PROJECT_SOURCE_DIR}/recorder/abi_check.cpp
+              ${PROJECT_SOURCE_DIR}/cmake/abi_probe_main.cpp
+      COMPILE_DEFINITIONS ${defs}
+      CMAKE_FLAGS "-DINCLUDE_DIRECTORIES=${TORCH_INCLUDE_DIRS};${PROJECT_SOURCE_DIR}"
+      LINK_LIBRARIES ${TORCH_LIBRARIES}
+      CXX_STANDARD 17
+      COMPILE_OUTPUT_VARIABLE compile_out
+      RUN_OUTPUT_VARIABLE run_out)
+    if(compile_result AND run_result EQUAL 0)
+      message(STATUS "acc: at::RecordFunction layout matches libtorch with ${variant}")
+      set(${out_var} ${variant} PARENT_SCOPE)
+      return()
+    endif()
+    if(NOT compile_result)
+      message(STATUS "acc: ABI probe (${variant}) did not compile:\n${compile_out}")
+    else()
+      message(STATUS "acc: ABI probe (${variant}): ${run_out}")
+    endif()
+  endforeach()
+  message(FATAL_ERROR "acc: no compiler setting matches the at::RecordFunction layout of the "
+                      "torch in ${Torch_DIR}; see the probe output above")
+endfunction()
+
+# Writes what the core is built against (libacc_core.torch) for the preload
+# shim, which compares it with the libtorch_cpu a process actually loads.
+function(acc_write_torch_identity path)
+  find_library(ACC_TORCH_CPU_LIBRARY torch_cpu
+    HINTS "${TORCH_INSTALL_PREFIX}/lib" "${Torch_DIR}/../../../lib" "${Torch_DIR}/../..")
+  if(NOT ACC_TORCH_CPU_LIBRARY)
+    message(FATAL_ERROR "acc: cannot find libtorch_cpu next to ${Torch_DIR}")
+  endif()
+  get_filename_component(real "${ACC_TORCH_CPU_LIBRARY}" REALPATH)
+  find_program(ACC_READELF readelf REQUIRED)
+  execute_process(COMMAND ${ACC_READELF} -n "${real}" OUTPUT_VARIABLE notes ERROR_QUIET)
+  string(REGEX MATCH "Build ID: ([0-9a-f]+)" _ "${notes}")
+  set(build_id "${CMAKE_MATCH_1}")
+  file(WRITE "${path}" "version=${Torch_VERSION}\nbuild_id=${build_id}\nlibrary=${real}\n")
+  message(STATUS "acc: recorder core built for torch ${Torch_VERSION} (${real}, build id ${build_id})")
+endfunction()

@@ -1,0 +1,289 @@
+#include "env/config.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+
+extern char** environ;
+
+namespace acc::env {
+namespace {
+
+// Names the recorder ignores but the project's scripts read.
+constexpr const char* kScriptVariables[] = {"ACC_PYTHON"};
+
+std::string trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t");
+  if (b == std::string::npos) return "";
+  size_t e = s.find_last_not_of(" \t");
+  return s.substr(b, e - b + 1);
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (;;) {
+    size_t pos = s.find(sep, start);
+    parts.push_back(trim(s.substr(start, pos - start)));
+    if (pos == std::string::npos) return parts;
+    start = pos + 1;
+  }
+}
+
+std::optional<int64_t> parseInt(const std::string& text, int64_t min, int64_t max) {
+  if (text.empty()) return std::nullopt;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(text[i])) && !(i == 0 && text[i] == '-')) {
+      return std::nullopt;
+    }
+  }
+  errno = 0;
+  char* end = nullptr;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (errno != 0 || *end != '\0' || v < min || v > max) return std::nullopt;
+  return v;
+}
+
+std::optional<bool> parseBool(const std::string& text) {
+  std::string t = lower(text);
+  if (t == "1" || t == "true" || t == "yes" || t == "on") return true;
+  if (t == "0" || t == "false" || t == "no" || t == "off") return false;
+  return std::nullopt;
+}
+
+std::optional<StepSet> parseSteps(const std::string& text) {
+  StepSet set;
+  for (const std::string& item : split(text, ',')) {
+    size_t dash = item.find('-');
+    auto first = parseInt(item.substr(0, dash), 0, INT64_MAX);
+    auto last = dash == std::string::npos ? first : parseInt(item.substr(dash + 1), 0, INT64_MAX);
+    if (!first || !last || *last < *first) return std::nullopt;
+    set.ranges.emplace_back(*first, *last);
+  }
+  return set;
+}
+
+// A record name is `{op}.{n}.{fwd|bwd}`, optionally with a `.{k}` suffix for
+// the k-th backward node of one forward op.
+bool looksLikeRecordName(const std::string& name) {
+  size_t pass = name.rfind(".fwd");
+  if (pass == std::string::npos) pass = name.rfind(".bwd");
+  if (pass == std::string::npos || pass == 0) return false;
+  std::string tail = name.substr(pass + 4);
+  if (!tail.empty() && (tail[0] != '.' || !parseInt(tail.substr(1), 2, INT64_MAX))) return false;
+  size_t dot = name.rfind('.', pass - 1);
+  return dot != std::string::npos && dot > 0 &&
+         parseInt(name.substr(dot + 1, pass - dot - 1), 0, INT64_MAX).has_value();
+}
+
+class Parser {
+ public:
+  Parser(const Lookup& lookup, ParseResult& result) : lookup_(lookup), result_(result) {}
+
+  // Calls `apply` with the trimmed value when the variable is set; records
+  // the standard error line when `apply` rejects it.
+  template <typename Apply>
+  void field(const char* name, Apply apply) {
+    const char* raw = lookup_(name);
+    if (raw == nullptr) return;
+    std::string value = trim(raw);
+    if (!apply(value)) {
+      result_.errors.push_back(std::string("acc: ") + name + "=\"" + raw +
+                               "\" is invalid; allowed: " + allowedFor(name));
+    }
+  }
+
+ private:
+  static std::string allowedFor(const char* name) {
+    for (const Variable& v : variables()) {
+      if (std::strcmp(v.name, name) == 0) return v.allowed;
+    }
+    return "?";
+  }
+
+  const Lookup& lookup_;
+  ParseResult& result_;
+};
+
+}  // namespace
+
+bool StepSet::contains(int64_t step) const {
+  if (ranges.empty()) return true;
+  for (const auto& [first, last] : ranges) {
+    if (step >= first && step <= last) return true;
+  }
+  return false;
+}
+
+const std::vector<Variable>& variables() {
+  static const std::vector<Variable> table = {
+      {"ACC_ENABLE", "1", "0 or 1 (also true/false, yes/no, on/off)"},
+      {"ACC_OUTPUT_DIR", "./acc_record", "a writable directory path (created if missing)"},
+      {"ACC_LEVEL", "1", "0 (metadata), 1 (plus statistics) or 2 (plus full tensor data)"},
+      {"ACC_INPUTS", "1", "0 or 1"},
+      {"ACC_OUTPUTS", "1", "0 or 1"},
+      {"ACC_PASSES", "fwd,bwd", "fwd, bwd or fwd,bwd"},
+      {"ACC_OP_RANGE", "(all)", "START,END record names like aten::conv2d.6.fwd; either may be empty"},
+      {"ACC_OP_LIST", "(all)", "comma-separated op name substrings, case-insensitive, e.g. relu,conv"},
+      {"ACC_SKIP", "0", "an integer N >= 0: record one op, then skip N"},
+      {"ACC_STEPS", "(all)", "comma-separated steps or inclusive ranges, e.g. 0,3-5"},
+      {"ACC_RANKS", "(all)", "comma-separated ranks, e.g. 0,2"},
+      {"ACC_STACK", "none", "none, python, native or both"},
+      {"ACC_NESTED", "0", "0 (top-level ops only) or 1 (every op)"},
+      {"ACC_BUFFER_MB", "256", "an integer 1..65536: MiB of records in flight to the writer"},
+      {"ACC_ZSTD_LEVEL", "1", "an integer 1..19"},
+      {"ACC_FRAME_KB", "1024", "an integer 16..65536: uncompressed KiB per frame"},
+      {"ACC_ON_FULL", "wait", "wait (the op waits for the writer) or drop (count and drop)"},
+      {"ACC_QUIET", "0", "0 or 1: 1 silences the start and end lines on stderr"},
+  };
+  return table;
+}
+
+ParseResult parse(const Lookup& lookup, char** environment) {
+  ParseResult result;
+  Config& c = result.config;
+  Parser p(lookup, result);
+
+  auto boolean = [](bool& out) {
+    return [&out](const std::string& v) {
+      auto b = parseBool(v);
+      if (b) out = *b;
+      return b.has_value();
+    };
+  };
+  auto integer = [](auto& out, int64_t min, int64_t max) {
+    return [&out, min, max](const std::string& v) {
+      auto i = parseInt(v, min, max);
+      if (i) out = static_cast<std::remove_reference_t<decltype(out)>>(*i);
+      return i.has_value();
+    };
+  };
+
+  p.field("ACC_ENABLE", boolean(c.enabled));
+  p.field("ACC_OUTPUT_DIR", [&](const std::string& v) {
+    if (v.empty()) return false;
+    c.output_dir = v;
+    return true;
+  });
+  p.field("ACC_LEVEL", integer(c.level, 0, 2));
+  p.field("ACC_INPUTS", boolean(c.inputs));
+  p.field("ACC_OUTPUTS", boolean(c.outputs));
+  p.field("ACC_PASSES", [&](const std::string& v) {
+    uint8_t bits = 0;
+    for (const std::string& part : split(lower(v), ',')) {
+      if (part == "fwd") bits |= 1;
+      else if (part == "bwd") bits |= 2;
+      else return false;
+    }
+    c.passes = static_cast<Passes>(bits);
+    return true;
+  });
+  p.field("ACC_OP_RANGE", [&](const std::string& v) {
+    auto parts = split(v, ',');
+    if (parts.size() != 2) return false;
+    for (const std::string& name : parts) {
+      if (!name.empty() && !looksLikeRecordName(name)) return false;
+    }
+    c.range_start = parts[0];
+    c.range_end = parts[1];
+    return true;
+  });
+  p.field("ACC_OP_LIST", [&](const std::string& v) {
+    c.op_list.clear();
+    for (const std::string& part : split(lower(v), ',')) {
+      if (part.empty()) return false;
+      c.op_list.push_back(part);
+    }
+    return true;
+  });
+  p.field("ACC_SKIP", integer(c.skip, 0, INT64_MAX));
+  p.field("ACC_STEPS", [&](const std::string& v) {
+    auto steps = parseSteps(v);
+    if (steps) c.steps = *steps;
+    return steps.has_value();
+  });
+  p.field("ACC_RANKS", [&](const std::string& v) {
+    c.ranks.clear();
+    for (const std::string& part : split(v, ',')) {
+      auto r = parseInt(part, 0, INT32_MAX);
+      if (!r) return false;
+      c.ranks.push_back(*r);
+    }
+    return true;
+  });
+  p.field("ACC_STACK", [&](const std::string& v) {
+    std::string m = lower(v);
+    if (m == "none") c.stack = StackMode::None;
+    else if (m == "python") c.stack = StackMode::Python;
+    else if (m == "native") c.stack = StackMode::Native;
+    else if (m == "both") c.stack = StackMode::Both;
+    else return false;
+    return true;
+  });
+  p.field("ACC_NESTED", boolean(c.nested));
+  p.field("ACC_BUFFER_MB", integer(c.buffer_mb, 1, 65536));
+  p.field("ACC_ZSTD_LEVEL", integer(c.zstd_level, 1, 19));
+  p.field("ACC_FRAME_KB", integer(c.frame_kb, 16, 65536));
+  p.field("ACC_ON_FULL", [&](const std::string& v) {
+    std::string m = lower(v);
+    if (m == "wait") c.on_full = OnFull::Wait;
+    else if (m == "drop") c.on_full = OnFull::Drop;
+    else return false;
+    return true;
+  });
+  p.field("ACC_QUIET", boolean(c.quiet));
+
+  for (char** e = environment; e != nullptr && *e != nullptr; ++e) {
+    if (std::strncmp(*e, "ACC_", 4) != 0) continue;
+    std::string name(*e, std::strcspn(*e, "="));
+    bool known = std::any_of(variables().begin(), variables().end(),
+                             [&](const Variable& v) { return name == v.name; }) ||
+                 std::any_of(std::begin(kScriptVariables), std::end(kScriptVariables),
+                             [&](const char* n) { return name == n; });
+    if (!known) {
+      result.warnings.push_back("acc: unknown variable " + name +
+                                " ignored (see README for the ACC_* variables)");
+    }
+  }
+  return result;
+}
+
+ParseResult parseProcessEnvironment() {
+  return parse([](const char* name) { return std::getenv(name); }, environ);
+}
+
+int64_t processRank(const Lookup& lookup) {
+  const char* rank = lookup("RANK");
+  if (rank == nullptr) return 0;
+  return parseInt(trim(rank), 0, INT32_MAX).value_or(0);
+}
+
+const char* passesName(Passes passes) {
+  switch (passes) {
+    case Passes::Forward: return "fwd";
+    case Passes::Backward: return "bwd";
+    case Passes::Both: return "fwd,bwd";
+  }
+  return "?";
+}
+
+const char* stackModeName(StackMode mode) {
+  switch (mode) {
+    case StackMode::None: return "none";
+    case StackMode::Python: return "python";
+    case StackMode::Native: return "native";
+    case StackMode::Both: return "both";
+  }
+  return "?";
+}
+
+}  // namespace acc::env

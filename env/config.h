@@ -1,0 +1,81 @@
+// The recorder's configuration, read only from ACC_* environment variables.
+// This library does not depend on torch: the preload shim validates the
+// configuration before it decides to load the torch-linked recorder core.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace acc::env {
+
+enum class Passes : uint8_t { Forward = 1, Backward = 2, Both = 3 };
+enum class StackMode : uint8_t { None = 0, Python = 1, Native = 2, Both = 3 };
+enum class OnFull : uint8_t { Wait, Drop };
+
+// Inclusive ranges of training-step numbers; empty means every step.
+struct StepSet {
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  bool contains(int64_t step) const;
+  bool all() const { return ranges.empty(); }
+};
+
+struct Config {
+  bool enabled = true;
+  std::string output_dir = "./acc_record";
+  int level = 1;
+  bool inputs = true;
+  bool outputs = true;
+  Passes passes = Passes::Both;
+  std::string range_start;  // record name; empty: from the start of each step
+  std::string range_end;    // record name, excluded; empty: to the end
+  std::vector<std::string> op_list;  // lower-case substrings; empty: every op
+  uint64_t skip = 0;
+  StepSet steps;
+  std::vector<int64_t> ranks;  // empty: every rank
+  StackMode stack = StackMode::None;
+  bool nested = false;
+  uint64_t buffer_mb = 256;
+  int zstd_level = 1;
+  uint64_t frame_kb = 1024;
+  OnFull on_full = OnFull::Wait;
+  bool quiet = false;
+
+  bool records(Passes pass) const {
+    return (static_cast<uint8_t>(passes) & static_cast<uint8_t>(pass)) != 0;
+  }
+  bool stackPython() const { return (static_cast<uint8_t>(stack) & 1) != 0; }
+  bool stackNative() const { return (static_cast<uint8_t>(stack) & 2) != 0; }
+};
+
+// One documented variable: used for validation, unknown-name warnings and docs.
+struct Variable {
+  const char* name;
+  const char* default_value;
+  const char* allowed;
+};
+const std::vector<Variable>& variables();
+
+struct ParseResult {
+  Config config;
+  std::vector<std::string> errors;    // one line each: variable, value, allowed
+  std::vector<std::string> warnings;  // unknown ACC_* names
+  bool ok() const { return errors.empty(); }
+};
+
+using Lookup = std::function<const char*(const char*)>;
+
+// Parses every known variable through `lookup` (getenv in production) and
+// checks `environment` (NAME=VALUE strings) for unknown ACC_* names.
+ParseResult parse(const Lookup& lookup, char** environment);
+ParseResult parseProcessEnvironment();
+
+// Rank of this process as torchrun reports it (RANK), 0 when unset.
+int64_t processRank(const Lookup& lookup);
+
+const char* passesName(Passes passes);
+const char* stackModeName(StackMode mode);
+
+}  // namespace acc::env

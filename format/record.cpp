@@ -1,0 +1,221 @@
+#include "format/record.h"
+
+#include <array>
+
+#include "format/bytes.h"
+
+namespace acc::format {
+namespace {
+
+struct DtypeInfo {
+  const char* name;
+  size_t size;
+};
+constexpr std::array<DtypeInfo, 13> kDtypes = {{
+    {"unknown", 0}, {"bool", 1}, {"uint8", 1}, {"int8", 1}, {"int16", 2},
+    {"int32", 4}, {"int64", 8}, {"float16", 2}, {"bfloat16", 2}, {"float32", 4},
+    {"float64", 8}, {"complex64", 8}, {"complex128", 16},
+}};
+
+const DtypeInfo& info(Dtype d) {
+  auto i = static_cast<size_t>(d);
+  return kDtypes[i < kDtypes.size() ? i : 0];
+}
+
+void encodeStats(const Stats& s, ByteWriter& w) {
+  w.f64(s.min);
+  w.f64(s.max);
+  w.f64(s.mean);
+  w.f64(s.norm);
+  w.varint(s.nan_count);
+  w.varint(s.inf_count);
+  w.u64(s.checksum);
+}
+
+Stats decodeStats(ByteReader& r) {
+  Stats s;
+  s.min = r.f64();
+  s.max = r.f64();
+  s.mean = r.f64();
+  s.norm = r.f64();
+  s.nan_count = r.varint();
+  s.inf_count = r.varint();
+  s.checksum = r.u64();
+  return s;
+}
+
+void encodeTensor(const Tensor& t, ByteWriter& w) {
+  w.u8(static_cast<uint8_t>(t.role));
+  w.varint(t.position);
+  w.varint(t.item);
+  w.u8(static_cast<uint8_t>(t.dtype));
+  w.str(t.device);
+  w.varint(t.shape.size());
+  for (int64_t d : t.shape) w.zigzag(d);
+  w.varint(t.strides.size());
+  for (int64_t s : t.strides) w.zigzag(s);
+  w.u8(static_cast<uint8_t>((t.has_stats ? 1 : 0) | (t.has_data ? 2 : 0)));
+  if (t.has_stats) encodeStats(t.stats, w);
+  if (t.has_data) w.str(t.data);
+}
+
+Tensor decodeTensor(ByteReader& r, bool with_data) {
+  Tensor t;
+  uint8_t role = r.u8();
+  if (role > static_cast<uint8_t>(Role::GradOut)) throw FormatError("unknown tensor role");
+  t.role = static_cast<Role>(role);
+  t.position = static_cast<uint32_t>(r.varint());
+  t.item = static_cast<uint32_t>(r.varint());
+  t.dtype = static_cast<Dtype>(r.u8());
+  t.device = r.str();
+  uint64_t ndim = r.varint();
+  if (ndim > 64) throw FormatError("tensor has more than 64 dimensions");
+  for (uint64_t i = 0; i < ndim; ++i) t.shape.push_back(r.zigzag());
+  uint64_t nstrides = r.varint();
+  if (nstrides > 64) throw FormatError("tensor has more than 64 strides");
+  for (uint64_t i = 0; i < nstrides; ++i) t.strides.push_back(r.zigzag());
+  uint8_t flags = r.u8();
+  t.has_stats = (flags & 1) != 0;
+  t.has_data = (flags & 2) != 0;
+  if (t.has_stats) t.stats = decodeStats(r);
+  if (t.has_data) {
+    std::string_view bytes = r.view(r.varint());
+    if (with_data) t.data.assign(bytes);
+  }
+  return t;
+}
+
+void frameRecord(RecordKind kind, const std::string& body, std::string& out) {
+  ByteWriter w(out);
+  w.varint(body.size() + 1);
+  w.u8(static_cast<uint8_t>(kind));
+  w.raw(body.data(), body.size());
+}
+
+}  // namespace
+
+const char* dtypeName(Dtype d) { return info(d).name; }
+size_t dtypeSize(Dtype d) { return info(d).size; }
+Dtype dtypeFromName(std::string_view name) {
+  for (size_t i = 0; i < kDtypes.size(); ++i) {
+    if (name == kDtypes[i].name) return static_cast<Dtype>(i);
+  }
+  return Dtype::Unknown;
+}
+
+const char* roleName(Role r) {
+  switch (r) {
+    case Role::Input: return "input";
+    case Role::Output: return "output";
+    case Role::GradIn: return "grad_in";
+    case Role::GradOut: return "grad_out";
+  }
+  return "?";
+}
+
+const char* passName(Pass p) { return p == Pass::Forward ? "fwd" : "bwd"; }
+
+uint64_t Tensor::numel() const {
+  uint64_t n = 1;
+  for (int64_t d : shape) n *= static_cast<uint64_t>(d < 0 ? 0 : d);
+  return n;
+}
+
+void encode(const OpRecord& r, std::string& out) {
+  std::string body;
+  ByteWriter w(body);
+  w.varint(r.index);
+  w.str(r.name);
+  w.str(r.op);
+  w.u8(static_cast<uint8_t>(r.pass));
+  w.zigzag(r.step);
+  w.varint(r.op_number);
+  w.varint(r.depth);
+  w.varint(r.thread);
+  w.varint(r.stack_id);
+  w.str(r.grad_fn);
+  w.str(r.forward_name);
+  w.zigzag(r.sequence_nr);
+  w.varint(r.start_ns);
+  w.varint(r.end_ns);
+  w.varint(r.scalars.size());
+  for (const Scalar& s : r.scalars) {
+    w.varint(s.position);
+    w.str(s.value);
+  }
+  w.varint(r.tensors.size());
+  for (const Tensor& t : r.tensors) encodeTensor(t, w);
+  frameRecord(RecordKind::Op, body, out);
+}
+
+void encode(const StackRecord& r, std::string& out) {
+  std::string body;
+  ByteWriter w(body);
+  w.varint(r.id);
+  w.varint(r.frames.size());
+  for (const StackFrame& f : r.frames) {
+    w.u8(static_cast<uint8_t>(f.kind));
+    w.str(f.text);
+  }
+  frameRecord(RecordKind::Stack, body, out);
+}
+
+bool RecordCursor::next(RecordKind& kind, std::string_view& body) {
+  if (rest_.empty()) return false;
+  ByteReader r(rest_);
+  uint64_t len = r.varint();
+  if (len == 0) throw FormatError("empty record");
+  std::string_view record = r.view(len);
+  rest_ = rest_.substr(rest_.size() - r.remaining());
+  kind = static_cast<RecordKind>(static_cast<uint8_t>(record[0]));
+  body = record.substr(1);
+  return true;
+}
+
+OpRecord decodeOp(std::string_view body, bool with_data) {
+  ByteReader r(body);
+  OpRecord o;
+  o.index = r.varint();
+  o.name = r.str();
+  o.op = r.str();
+  uint8_t pass = r.u8();
+  if (pass > 1) throw FormatError("unknown pass");
+  o.pass = static_cast<Pass>(pass);
+  o.step = r.zigzag();
+  o.op_number = r.varint();
+  o.depth = static_cast<uint32_t>(r.varint());
+  o.thread = r.varint();
+  o.stack_id = r.varint();
+  o.grad_fn = r.str();
+  o.forward_name = r.str();
+  o.sequence_nr = r.zigzag();
+  o.start_ns = r.varint();
+  o.end_ns = r.varint();
+  uint64_t nscalars = r.varint();
+  for (uint64_t i = 0; i < nscalars; ++i) {
+    Scalar s;
+    s.position = static_cast<uint32_t>(r.varint());
+    s.value = r.str();
+    o.scalars.push_back(std::move(s));
+  }
+  uint64_t ntensors = r.varint();
+  for (uint64_t i = 0; i < ntensors; ++i) o.tensors.push_back(decodeTensor(r, with_data));
+  if (!r.done()) throw FormatError("op record has trailing bytes");
+  return o;
+}
+
+StackRecord decodeStack(std::string_view body) {
+  ByteReader r(body);
+  StackRecord s;
+  s.id = r.varint();
+  uint64_t n = r.varint();
+  for (uint64_t i = 0; i < n; ++i) {
+    StackFrame f;
+    f.kind = static_cast<FrameKind>(r.u8());
+    f.text = r.str();
+    s.frames.push_back(std::move(f));
+  }
+  return s;
+}
+
+}  // namespace acc::format

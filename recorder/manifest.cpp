@@ -1,0 +1,65 @@
+#include "recorder/manifest.h"
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+
+namespace acc::recorder {
+
+nlohmann::json configToJson(const env::Config& c) {
+  nlohmann::json steps = nlohmann::json::array();
+  for (const auto& [first, last] : c.steps.ranges) steps.push_back({first, last});
+  return {
+      {"enabled", c.enabled},
+      {"output_dir", c.output_dir},
+      {"level", c.level},
+      {"inputs", c.inputs},
+      {"outputs", c.outputs},
+      {"passes", env::passesName(c.passes)},
+      {"op_range", {c.range_start, c.range_end}},
+      {"op_list", c.op_list},
+      {"skip", c.skip},
+      {"steps", steps},
+      {"ranks", c.ranks},
+      {"stack", env::stackModeName(c.stack)},
+      {"nested", c.nested},
+      {"buffer_mb", c.buffer_mb},
+      {"zstd_level", c.zstd_level},
+      {"frame_kb", c.frame_kb},
+      {"on_full", c.on_full == env::OnFull::Wait ? "wait" : "drop"},
+  };
+}
+
+bool writeManifestFile(const std::string& dir, const nlohmann::json& manifest) {
+  const std::string path = dir + "/" + kManifestFile;
+  const std::string tmp = path + ".tmp";
+  std::FILE* f = std::fopen(tmp.c_str(), "w");
+  if (f == nullptr) return false;
+  const std::string text = manifest.dump(2) + "\n";
+  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  ok = (std::fclose(f) == 0) && ok;
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return false;
+  }
+  return true;
+}
+
+uint64_t unixNowNs() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+}
+
+std::string isoTime(uint64_t unix_ns) {
+  std::time_t seconds = static_cast<std::time_t>(unix_ns / 1000000000ull);
+  std::tm tm{};
+  gmtime_r(&seconds, &tm);
+  char buf[40];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  char out[48];
+  std::snprintf(out, sizeof out, "%s.%03uZ", buf, static_cast<unsigned>((unix_ns / 1000000) % 1000));
+  return out;
+}
+
+}  // namespace acc::recorder

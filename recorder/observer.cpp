@@ -1,0 +1,311 @@
+#include "recorder/observer.h"
+
+#include <chrono>
+#include <cstring>
+#include <unordered_set>
+#include <vector>
+
+#include "recorder/session.h"
+#include "recorder/tensor_capture.h"
+#include "recorder/torch_compat.h"
+
+namespace acc::recorder::observer {
+namespace {
+
+using format::OpRecord;
+using format::Pass;
+using format::Role;
+
+at::CallbackHandle g_handle = 0;
+
+// Events of record_function() itself, not ops.
+bool isProfilerEvent(const char* name) { return std::strncmp(name, "profiler::", 10) == 0; }
+
+// The autograd engine's wrapper around one node: it holds the node's
+// BACKWARD_FUNCTION event and engine work (such as reducing a gradient to
+// its input's shape) that belongs to no forward op.
+bool isEngineScope(const char* name) {
+  return std::strncmp(name, "autograd::engine::evaluate_function", 35) == 0;
+}
+
+bool isNotAnOp(const char* node) {
+  return std::strcmp(node, "torch::autograd::AccumulateGrad") == 0 ||
+         std::strcmp(node, "torch::autograd::GraphRoot") == 0;
+}
+
+uint64_t nowNs() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+}
+
+struct ThreadState {
+  int depth = 0;         // ops (and autograd nodes) entered on this thread
+  int engine_depth = 0;  // autograd engine scopes entered
+  // A backward record waits here between its node's end and the node's post
+  // hook, which adds the gradients the node produced.
+  std::unique_ptr<OpRecord> pending;
+  uint64_t pending_seq = 0;
+};
+thread_local ThreadState tls;
+
+struct OpContext : at::ObserverContext {
+  bool entered = false;  // counted in tls.depth
+  bool engine_scope = false;  // counted in tls.engine_depth
+  bool optimizer_step = false;
+  bool named = false;  // numbered and offered to the selector
+  uint64_t thread = 0;
+  uint64_t seq_begin = 0;
+  std::shared_ptr<ForwardOp> forward;
+  std::unique_ptr<OpRecord> record;
+  bool hooked = false;
+  uint64_t backward_seq = 0;
+};
+
+void emitRecord(Session& s, std::unique_ptr<OpRecord> record) {
+  auto bytes = std::make_unique<std::string>();
+  format::encode(*record, *bytes);
+  s.counts().recorded.fetch_add(1, std::memory_order_relaxed);
+  s.emit(std::move(bytes));
+}
+
+void flushPending(Session& s) {
+  if (tls.pending) emitRecord(s, std::move(tls.pending));
+}
+
+std::unique_ptr<OpRecord> newRecord(Session& s, std::string name, std::string op, Pass pass,
+                                     uint64_t number, int64_t step) {
+  auto r = std::make_unique<OpRecord>();
+  r->index = s.nextIndex();
+  r->name = std::move(name);
+  r->op = std::move(op);
+  r->pass = pass;
+  r->op_number = number;
+  r->step = step;
+  r->depth = static_cast<uint32_t>(tls.depth - 1);
+  r->thread = compat::currentThreadId();
+  r->start_ns = nowNs();
+  if (s.config().stack != env::StackMode::None) r->stack_id = s.stacks().capture();
+  return r;
+}
+
+void captureAll(Session& s, c10::ArrayRef<const c10::IValue> values, Role role, OpRecord& r) {
+  CaptureGuard guard;
+  auto devices = [&s](const std::string& d) { s.noteDevice(d); };
+  const int level = role == Role::Output && outputsUninitialized(r.op) ? 0 : s.config().level;
+  for (size_t i = 0; i < values.size(); ++i) {
+    captureValue(values[i], role, static_cast<uint32_t>(i), level, r, devices);
+  }
+}
+
+class GradOutHook : public compat::PostHook {
+ public:
+  explicit GradOutHook(uint64_t seq) : seq_(seq) {}
+
+  compat::VariableList operator()(const compat::VariableList& outputs,
+                                  const compat::VariableList& /*grad_outputs*/) override {
+    Session* s = Session::active();
+    if (s == nullptr || !tls.pending || tls.pending_seq != seq_) return outputs;
+    try {
+      std::vector<c10::IValue> values(outputs.begin(), outputs.end());
+      captureAll(*s, c10::ArrayRef<const c10::IValue>(values.data(), values.size()), Role::GradOut, *tls.pending);
+    } catch (...) {
+      s->counts().capture_errors.fetch_add(1, std::memory_order_relaxed);
+    }
+    emitRecord(*s, std::move(tls.pending));
+    return outputs;
+  }
+
+ private:
+  uint64_t seq_;
+};
+
+// Hooks the autograd nodes an op created (reachable from its outputs and
+// numbered inside the op's claimed range).
+void hookNodes(Session& s, const std::vector<c10::IValue>& outputs, uint64_t thread,
+               const std::unordered_set<uint64_t>& claimed) {
+  std::vector<torch::autograd::Node*> todo;
+  for (const c10::IValue& v : outputs) {
+    if (v.isTensor() && v.toTensor().defined() && v.toTensor().grad_fn()) {
+      todo.push_back(v.toTensor().grad_fn().get());
+    }
+  }
+  std::unordered_set<torch::autograd::Node*> seen;
+  while (!todo.empty()) {
+    torch::autograd::Node* node = todo.back();
+    todo.pop_back();
+    if (!seen.insert(node).second || claimed.count(node->sequence_nr()) == 0) continue;
+    node->add_post_hook(std::make_unique<GradOutHook>(node->sequence_nr()));
+    s.links().markHooked(thread, node->sequence_nr());
+    for (const auto& edge : node->next_edges()) {
+      if (edge.function) todo.push_back(edge.function.get());
+    }
+  }
+}
+
+// Top-level ops are those user code called: forward ops outside any other
+// op and outside the engine's own work, and autograd nodes.
+std::unique_ptr<OpContext> enter(Session& s, bool backward) {
+  auto ctx = std::make_unique<OpContext>();
+  ctx->entered = true;
+  ctx->named = s.config().nested || (tls.depth == 0 && (backward || tls.engine_depth == 0));
+  ++tls.depth;
+  return ctx;
+}
+
+void startForward(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
+  ctx.thread = compat::currentThreadId();
+  ctx.seq_begin = compat::peekSequenceNr();
+  const int64_t step = s.step();
+  const uint64_t n = s.nextForwardNumber();
+  std::string op = fn.name();
+  std::string name = op + "." + std::to_string(n) + ".fwd";
+  ctx.forward = std::make_shared<ForwardOp>(op, n, step);
+  s.counts().ops_seen.fetch_add(1, std::memory_order_relaxed);
+  if (!s.selector().select(name, op, "", false, step)) {
+    s.counts().skipped.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  ctx.record = newRecord(s, std::move(name), std::move(op), Pass::Forward, n, step);
+  ctx.record->sequence_nr = fn.seqNr();
+  // Inputs are read now, before an in-place op overwrites them.
+  if (s.config().inputs) captureAll(s, fn.inputs(), Role::Input, *ctx.record);
+}
+
+void endForward(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
+  const uint64_t seq_end = compat::peekSequenceNr();
+  if (seq_end > ctx.seq_begin) {
+    auto claimed = s.links().claim(ctx.thread, ctx.seq_begin, seq_end, ctx.forward);
+    if (!claimed.empty() && s.config().records(env::Passes::Backward) &&
+        s.selector().stepSelected(ctx.forward->step)) {
+      hookNodes(s, fn.outputs(), ctx.thread, claimed);
+    }
+  }
+  if (!ctx.record) return;
+  if (s.config().outputs) {
+    const std::vector<c10::IValue>& outputs = fn.outputs();
+    captureAll(s, c10::ArrayRef<const c10::IValue>(outputs.data(), outputs.size()), Role::Output, *ctx.record);
+  }
+  ctx.record->end_ns = nowNs();
+  emitRecord(s, std::move(ctx.record));
+}
+
+void startBackward(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
+  const char* node = fn.name();
+  if (isNotAnOp(node)) return;
+  const uint64_t seq = static_cast<uint64_t>(fn.seqNr());
+  auto link = s.links().take(fn.forwardThreadId(), seq);
+  std::string op, name, forward_name;
+  uint64_t n;
+  if (link.op) {
+    op = link.op->op;
+    n = link.op->number;
+    uint32_t k = ++link.op->backward_nodes;
+    forward_name = op + "." + std::to_string(n) + ".fwd";
+    name = op + "." + std::to_string(n) + ".bwd" + (k > 1 ? "." + std::to_string(k) : "");
+  } else {
+    op = node;
+    n = s.nextUnlinkedNumber();
+    name = op + "." + std::to_string(n) + ".bwd";
+  }
+  const int64_t step = s.step();
+  s.counts().ops_seen.fetch_add(1, std::memory_order_relaxed);
+  if (!s.selector().select(name, op, node, true, step)) {
+    s.counts().skipped.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  ctx.record = newRecord(s, std::move(name), std::move(op), Pass::Backward, n, step);
+  ctx.record->grad_fn = node;
+  ctx.record->forward_name = std::move(forward_name);
+  ctx.record->sequence_nr = fn.seqNr();
+  ctx.hooked = link.hooked;
+  ctx.backward_seq = seq;
+  // Gradients flowing in are those of the forward op's outputs.
+  if (s.config().outputs) captureAll(s, fn.inputs(), Role::GradIn, *ctx.record);
+}
+
+void endBackward(Session& s, OpContext& ctx) {
+  if (!ctx.record) return;
+  ctx.record->end_ns = nowNs();
+  // Gradients flowing out (those of the forward op's inputs) arrive in the
+  // node's post hook, right after this end.
+  if (ctx.hooked && s.config().inputs) {
+    tls.pending = std::move(ctx.record);
+    tls.pending_seq = ctx.backward_seq;
+  } else {
+    emitRecord(s, std::move(ctx.record));
+  }
+}
+
+std::unique_ptr<at::ObserverContext> onStart(const at::RecordFunction& fn) {
+  Session* s = Session::active();
+  if (s == nullptr) return nullptr;
+  const at::RecordScope scope = fn.scope();
+  if (scope == at::RecordScope::USER_SCOPE) {
+    if (std::strncmp(fn.name(), "Optimizer.step#", 15) != 0) return nullptr;
+    auto ctx = std::make_unique<OpContext>();
+    ctx->optimizer_step = true;
+    return ctx;
+  }
+  if (scope != at::RecordScope::FUNCTION && scope != at::RecordScope::BACKWARD_FUNCTION) {
+    return nullptr;
+  }
+  if (isProfilerEvent(fn.name())) return nullptr;
+  if (isEngineScope(fn.name())) {
+    auto ctx = std::make_unique<OpContext>();
+    ctx->engine_scope = true;
+    ++tls.engine_depth;
+    return ctx;
+  }
+  const bool backward = scope == at::RecordScope::BACKWARD_FUNCTION;
+  if (backward) flushPending(*s);
+  auto ctx = enter(*s, backward);
+  if (!ctx->named) return ctx;
+  try {
+    if (backward) startBackward(*s, fn, *ctx);
+    else startForward(*s, fn, *ctx);
+  } catch (...) {
+    // acc must never fail the op it observes.
+    s->counts().capture_errors.fetch_add(1, std::memory_order_relaxed);
+    ctx->record.reset();
+  }
+  return ctx;
+}
+
+void onEnd(const at::RecordFunction& fn, at::ObserverContext* base) {
+  auto* ctx = static_cast<OpContext*>(base);
+  if (ctx == nullptr) return;
+  if (ctx->entered) --tls.depth;
+  if (ctx->engine_scope) --tls.engine_depth;
+  Session* s = Session::active();
+  if (s == nullptr) return;
+  try {
+    if (ctx->optimizer_step) {
+      s->advanceStep();
+    } else if (ctx->named && fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
+      endBackward(*s, *ctx);
+    } else if (ctx->named && ctx->forward) {
+      endForward(*s, fn, *ctx);
+    }
+  } catch (...) {
+    s->counts().capture_errors.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+}  // namespace
+
+void install() {
+  g_handle = at::addGlobalCallback(at::RecordFunctionCallback(onStart, onEnd)
+                                       .needsInputs(true)
+                                       .needsOutputs(true)
+                                       .scopes({at::RecordScope::FUNCTION,
+                                                at::RecordScope::BACKWARD_FUNCTION,
+                                                at::RecordScope::USER_SCOPE}));
+}
+
+void uninstall() {
+  if (g_handle != 0) at::removeCallback(g_handle);
+  g_handle = 0;
+}
+
+}  // namespace acc::recorder::observer

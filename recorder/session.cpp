@@ -1,0 +1,176 @@
+#include "recorder/session.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "format/record.h"
+#include "recorder/manifest.h"
+#include "recorder/observer.h"
+#include "recorder/torch_compat.h"
+
+namespace acc::recorder {
+namespace {
+
+std::atomic<Session*> g_active{nullptr};
+Session* g_session = nullptr;  // owned by the process; never freed (see header)
+std::string g_torch_version;
+
+// mkdir -p; returns the errno of the first failure, 0 on success.
+int makeDirs(const std::string& path) {
+  for (size_t pos = 1; pos <= path.size(); ++pos) {
+    if (pos != path.size() && path[pos] != '/') continue;
+    std::string prefix = path.substr(0, pos);
+    if (::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) return errno;
+  }
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return errno;
+  return S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+}
+
+// Takes the rank directory for this process. A second process recording
+// the same rank into the same place (a subprocess that imports torch) gets
+// its own directory instead of overwriting the first one's records.
+std::string lockDirectory(const std::string& dir) {
+  std::string chosen = dir;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (makeDirs(chosen) != 0) return "";
+    int fd = ::open((chosen + "/.lock").c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+    if (fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) == 0) return chosen;  // held until exit
+    if (fd >= 0) ::close(fd);
+    chosen = dir + ".pid" + std::to_string(::getpid());
+  }
+  return "";
+}
+
+void forgetInChild() {
+  // A forked child (a data-loader worker) has no writer thread: it does not
+  // record, and its exit must not touch the parent's files.
+  g_active.store(nullptr);
+  g_session = nullptr;
+}
+
+}  // namespace
+
+Session::Session(const env::Config& config, int64_t rank, std::string dir)
+    : config_(config),
+      rank_(rank),
+      dir_(std::move(dir)),
+      pid_(::getpid()),
+      start_ns_(unixNowNs()),
+      selector_(config) {}
+
+Session* Session::active() { return g_active.load(std::memory_order_acquire); }
+
+Session* Session::start(const env::Config& config, int64_t rank, const std::string& dir) {
+  if (g_session != nullptr) return g_session;
+  std::string taken = lockDirectory(dir);
+  if (taken.empty()) {
+    std::fprintf(stderr, "acc: cannot create the output directory %s (%s); recording is off\n",
+                 dir.c_str(), std::strerror(errno));
+    return nullptr;
+  }
+  auto* s = new Session(config, rank, taken);
+  try {
+    s->writer_ = std::make_unique<Writer>(taken + "/" + kRecordsFile, config);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "acc: cannot write %s; recording is off\n", e.what());
+    delete s;
+    return nullptr;
+  }
+  s->stacks_ = std::make_unique<StackRegistry>(
+      config.stack, [s](std::unique_ptr<std::string> record) { s->emit(std::move(record)); });
+  g_torch_version = compat::runningTorchVersion();
+  s->writeManifest("running");
+  s->writer_->setTick([s] { s->writeManifest("running"); });
+  g_session = s;
+  g_active.store(s, std::memory_order_release);
+  observer::install();
+  std::atexit(&Session::stop);
+  pthread_atfork(nullptr, nullptr, &forgetInChild);
+  if (!config.quiet) {
+    std::fprintf(stderr, "acc: recording rank %lld to %s (level %d, passes %s, %s ops)\n",
+                 static_cast<long long>(rank), taken.c_str(), config.level,
+                 env::passesName(config.passes), config.nested ? "all" : "top-level");
+  }
+  return s;
+}
+
+void Session::stop() {
+  Session* s = g_session;
+  if (s == nullptr || s->pid_ != ::getpid()) return;
+  g_session = nullptr;
+  g_active.store(nullptr, std::memory_order_release);
+  observer::uninstall();
+  s->writer_->stop();
+  s->writeManifest("complete");
+  if (!s->config_.quiet) {
+    WriterCounts w = s->writer_->counts();
+    std::fprintf(stderr, "acc: rank %lld: %llu records written, %llu dropped, %llu lost to %s%s%s\n",
+                 static_cast<long long>(s->rank_), static_cast<unsigned long long>(w.records_written),
+                 static_cast<unsigned long long>(w.records_dropped),
+                 static_cast<unsigned long long>(w.records_lost), s->dir_.c_str(),
+                 s->writer_->ioError().empty() ? "" : ": ", s->writer_->ioError().c_str());
+  }
+}
+
+void Session::advanceStep() {
+  step_.fetch_add(1, std::memory_order_relaxed);
+  forward_numbers_.store(0, std::memory_order_relaxed);
+  unlinked_numbers_.store(0, std::memory_order_relaxed);
+  links_.clear();
+}
+
+void Session::emit(std::unique_ptr<std::string> record) { writer_->submit(std::move(record)); }
+
+void Session::noteDevice(const std::string& device) {
+  std::lock_guard<std::mutex> lock(devices_mutex_);
+  devices_.insert(device);
+}
+
+void Session::writeManifest(const char* status) {
+  std::lock_guard<std::mutex> lock(manifest_mutex_);
+  WriterCounts w = writer_->counts();
+  nlohmann::json devices = nlohmann::json::array();
+  {
+    std::lock_guard<std::mutex> dl(devices_mutex_);
+    for (const std::string& d : devices_) devices.push_back(d);
+  }
+  nlohmann::json m = {
+      {"format", "acc-recording"},
+      {"format_version", format::kFormatVersion},
+      {"status", status},
+      {"torch_version", g_torch_version},
+      {"rank", rank_},
+      {"pid", pid_},
+      {"start_time", isoTime(start_ns_)},
+      {"end_time", std::string(status) == "complete" ? nlohmann::json(isoTime(unixNowNs())) : nullptr},
+      {"devices", devices},
+      {"config", configToJson(config_)},
+      {"records_file", kRecordsFile},
+      {"counts",
+       {{"ops_seen", counts_.ops_seen.load()},
+        {"recorded", counts_.recorded.load()},
+        {"skipped", counts_.skipped.load()},
+        {"written", w.records_written},
+        {"dropped", w.records_dropped},
+        {"lost_io", w.records_lost},
+        {"capture_errors", counts_.capture_errors.load()},
+        {"steps", step_.load() + 1},
+        {"stacks", stacks_ ? stacks_->distinctStacks() : 0},
+        {"unlinked_evicted", links_.evicted()},
+        {"frames", w.frames},
+        {"bytes", w.bytes_written}}},
+      {"io_error", writer_->ioError()},
+  };
+  writeManifestFile(dir_, m);
+}
+
+}  // namespace acc::recorder

@@ -1,0 +1,76 @@
+// The one recording of this process: configuration, output, counters and
+// the state shared by all op threads. Created once when torch is loaded and
+// never destroyed, because torch may call acc's callbacks until exit.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "env/config.h"
+#include "recorder/backward_links.h"
+#include "recorder/selector.h"
+#include "recorder/stack_registry.h"
+#include "recorder/writer.h"
+
+namespace acc::recorder {
+
+struct SessionCounts {
+  std::atomic<uint64_t> ops_seen{0};  // named ops (the ones that could be recorded)
+  std::atomic<uint64_t> recorded{0};
+  std::atomic<uint64_t> skipped{0};   // named ops the filters left out
+  std::atomic<uint64_t> capture_errors{0};
+};
+
+class Session {
+ public:
+  // Starts recording into `dir`; returns null after printing why it cannot.
+  static Session* start(const env::Config& config, int64_t rank, const std::string& dir);
+  // Null until started, and again in a forked child.
+  static Session* active();
+  // Idempotent; the atexit handler of the process that started the session.
+  static void stop();
+
+  const env::Config& config() const { return config_; }
+  Selector& selector() { return selector_; }
+  BackwardLinks& links() { return links_; }
+  StackRegistry& stacks() { return *stacks_; }
+  SessionCounts& counts() { return counts_; }
+
+  // Training step, advanced at the end of every Optimizer.step.
+  int64_t step() const { return step_.load(std::memory_order_relaxed); }
+  void advanceStep();
+  uint64_t nextForwardNumber() { return forward_numbers_.fetch_add(1); }
+  uint64_t nextUnlinkedNumber() { return unlinked_numbers_.fetch_add(1); }
+  uint64_t nextIndex() { return indices_.fetch_add(1); }
+
+  void emit(std::unique_ptr<std::string> record);
+  void noteDevice(const std::string& device);
+
+ private:
+  Session(const env::Config& config, int64_t rank, std::string dir);
+  void writeManifest(const char* status);
+
+  env::Config config_;
+  int64_t rank_;
+  std::string dir_;
+  int pid_;
+  uint64_t start_ns_;
+  Selector selector_;
+  BackwardLinks links_;
+  std::unique_ptr<Writer> writer_;
+  std::unique_ptr<StackRegistry> stacks_;
+  SessionCounts counts_;
+  std::atomic<int64_t> step_{0};
+  std::atomic<uint64_t> forward_numbers_{0};
+  std::atomic<uint64_t> unlinked_numbers_{0};
+  std::atomic<uint64_t> indices_{0};
+  std::mutex devices_mutex_;
+  std::set<std::string> devices_;
+  std::mutex manifest_mutex_;
+};
+
+}  // namespace acc::recorder

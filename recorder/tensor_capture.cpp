@@ -1,0 +1,110 @@
+#include "recorder/tensor_capture.h"
+
+#include <cstring>
+#include <sstream>
+
+#include "recorder/tensor_stats.h"
+
+namespace acc::recorder {
+namespace {
+
+std::string doubleText(double v) {
+  std::ostringstream s;
+  s.precision(17);
+  s << v;
+  return s.str();
+}
+
+// Text of a non-tensor argument; empty for values that are not recorded.
+std::string scalarText(const c10::IValue& v) {
+  if (v.isNone()) return "None";
+  if (v.isBool()) return v.toBool() ? "True" : "False";
+  if (v.isInt()) return std::to_string(v.toInt());
+  if (v.isDouble()) return doubleText(v.toDouble());
+  if (v.isString()) return "\"" + v.toStringRef() + "\"";
+  if (v.isScalar()) {
+    const at::Scalar s = v.toScalar();
+    if (s.isIntegral(false)) return std::to_string(s.toLong());
+    if (s.isBoolean()) return s.toBool() ? "True" : "False";
+    return doubleText(s.toDouble());
+  }
+  if (v.isDevice()) return v.toDevice().str();
+  if (v.isIntList()) {
+    std::string out = "[";
+    for (int64_t i : v.toIntVector()) out += (out.size() > 1 ? ", " : "") + std::to_string(i);
+    return out + "]";
+  }
+  if (v.isDoubleList()) {
+    std::string out = "[";
+    for (double d : v.toDoubleVector()) out += (out.size() > 1 ? ", " : "") + doubleText(d);
+    return out + "]";
+  }
+  if (v.isBoolList()) {
+    std::string out = "[";
+    for (bool b : v.toBoolList()) out += std::string(out.size() > 1 ? ", " : "") + (b ? "True" : "False");
+    return out + "]";
+  }
+  return "";
+}
+
+}  // namespace
+
+bool outputsUninitialized(const std::string& op) {
+  static const char* const kOps[] = {"aten::empty", "aten::empty_like", "aten::empty_strided",
+                                     "aten::new_empty", "aten::new_empty_strided"};
+  for (const char* name : kOps) {
+    if (op == name) return true;
+  }
+  return false;
+}
+
+format::Tensor captureTensor(const at::Tensor& t, format::Role role, uint32_t position,
+                             uint32_t item, int level) {
+  format::Tensor out;
+  out.role = role;
+  out.position = position;
+  out.item = item;
+  out.dtype = dtypeOf(t.scalar_type());
+  out.device = t.device().str();
+  out.shape.assign(t.sizes().begin(), t.sizes().end());
+  bool strided = t.layout() == at::kStrided;
+  if (strided) out.strides.assign(t.strides().begin(), t.strides().end());
+  // Sparse, quantized and unknown element types keep their metadata only.
+  bool readable = strided && out.dtype != format::Dtype::Unknown && !t.is_quantized();
+  if (level >= 1 && readable) {
+    out.stats = tensorStats(t);
+    out.has_stats = true;
+  }
+  if (level >= 2 && readable) {
+    at::Tensor host = t.detach().to(at::kCPU).contiguous();
+    out.data.assign(static_cast<const char*>(host.data_ptr()), host.nbytes());
+    out.has_data = true;
+  }
+  return out;
+}
+
+void captureValue(const c10::IValue& value, format::Role role, uint32_t position, int level,
+                  format::OpRecord& record, const DeviceSink& devices) {
+  auto add = [&](const at::Tensor& t, uint32_t item) {
+    if (!t.defined()) return;
+    record.tensors.push_back(captureTensor(t, role, position, item, level));
+    devices(record.tensors.back().device);
+  };
+  if (value.isTensor()) {
+    add(value.toTensor(), 0);
+  } else if (value.isTensorList()) {
+    uint32_t item = 0;
+    for (const at::Tensor& t : value.toTensorVector()) add(t, item++);
+  } else if (value.isList() && !value.isIntList() && !value.isDoubleList() && !value.isBoolList()) {
+    uint32_t item = 0;
+    for (const c10::IValue& element : value.toListRef()) {
+      if (element.isTensor()) add(element.toTensor(), item);
+      ++item;
+    }
+  } else if (role == format::Role::Input) {
+    std::string text = scalarText(value);
+    if (!text.empty()) record.scalars.push_back({position, std::move(text)});
+  }
+}
+
+}  // namespace acc::recorder

@@ -1,0 +1,39 @@
+// Turns the IValues of an op (arguments, results, gradients) into format
+// records: tensors with metadata, statistics (level >= 1) and data (level 2),
+// and scalar arguments as text. Callers hold a CaptureGuard.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <ATen/core/ivalue.h>
+#include <ATen/record_function.h>
+
+#include <functional>
+
+#include "format/record.h"
+
+namespace acc::recorder {
+
+// Everything acc computes runs under this guard: the dispatcher does not
+// report it to any observer (acc's own included) and autograd does not see it.
+class CaptureGuard {
+ public:
+  CaptureGuard() = default;
+
+ private:
+  at::DisableRecordFunctionGuard no_observers_;
+  at::NoGradGuard no_grad_;
+};
+
+using DeviceSink = std::function<void(const std::string&)>;
+
+void captureValue(const c10::IValue& value, format::Role role, uint32_t position, int level,
+                  format::OpRecord& record, const DeviceSink& devices);
+
+// Ops whose outputs hold whatever memory they got: their contents are not
+// results, so only their metadata is recorded.
+bool outputsUninitialized(const std::string& op);
+
+format::Tensor captureTensor(const at::Tensor& t, format::Role role, uint32_t position,
+                             uint32_t item, int level);
+
+}  // namespace acc::recorder

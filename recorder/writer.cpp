@@ -1,0 +1,152 @@
+#include "recorder/writer.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+#include "format/frame.h"
+
+namespace acc::recorder {
+namespace {
+
+constexpr size_t kQueueSlots = 1 << 16;
+constexpr auto kFlushInterval = std::chrono::milliseconds(100);
+constexpr auto kTickInterval = std::chrono::seconds(1);
+
+// Writes all of `data`; returns 0 or the errno that stopped it.
+int writeAll(int fd, const char* data, size_t size) {
+  while (size > 0) {
+    ssize_t n = ::write(fd, data, size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Writer::Writer(const std::string& path, const env::Config& config)
+    : config_(config), queue_(kQueueSlots, config.buffer_mb << 20) {
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw std::runtime_error(path + ": " + std::strerror(errno));
+  std::string header = format::fileHeader();
+  if (int err = writeAll(fd_, header.data(), header.size())) {
+    ::close(fd_);
+    throw std::runtime_error(path + ": " + std::strerror(err));
+  }
+  bytes_ = header.size();
+  thread_ = std::thread([this] { run(); });
+}
+
+Writer::~Writer() { stop(); }
+
+void Writer::setTick(std::function<void()> tick) { tick_ = std::move(tick); }
+
+bool Writer::submit(std::unique_ptr<std::string> record) {
+  while (!stopped_.load(std::memory_order_acquire)) {
+    if (queue_.tryPush(record)) return true;
+    if (config_.on_full == env::OnFull::Drop) break;
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  dropped_.fetch_add(1, std::memory_order_relaxed);
+  return false;
+}
+
+void Writer::run() {
+  format::FrameEncoder encoder(config_.zstd_level);
+  const size_t frame_bytes = config_.frame_kb << 10;
+  auto last_flush = std::chrono::steady_clock::now();
+  auto last_tick = last_flush;
+  for (;;) {
+    bool stopping = stopping_.load(std::memory_order_acquire);
+    std::unique_ptr<std::string> item = queue_.tryPop();
+    if (item) {
+      payload_.append(*item);
+      ++payload_records_;
+    }
+    auto now = std::chrono::steady_clock::now();
+    bool due = !payload_.empty() && now - last_flush >= kFlushInterval;
+    if (payload_.size() >= frame_bytes || due || (!item && stopping)) {
+      if (!payload_.empty()) {
+        try {
+          encoder.encode(payload_, frame_);
+        } catch (const std::exception& e) {
+          frame_.clear();
+          std::lock_guard<std::mutex> lock(error_mutex_);
+          if (io_error_.empty()) io_error_ = e.what();
+        }
+        flush();
+      }
+      last_flush = now;
+    }
+    if (tick_ && now - last_tick >= kTickInterval) {
+      tick_();
+      last_tick = now;
+    }
+    if (!item) {
+      if (stopping) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+}
+
+void Writer::flush() {
+  bool failed;
+  {
+    std::lock_guard<std::mutex> lock(error_mutex_);
+    failed = !io_error_.empty() || frame_.empty();
+  }
+  if (!failed) {
+    if (int err = writeAll(fd_, frame_.data(), frame_.size())) {
+      std::lock_guard<std::mutex> lock(error_mutex_);
+      io_error_ = std::string("write failed: ") + std::strerror(err);
+      failed = true;
+    }
+  }
+  if (failed) {
+    lost_ += payload_records_;
+  } else {
+    written_ += payload_records_;
+    frames_ += 1;
+    bytes_ += frame_.size();
+  }
+  payload_.clear();
+  payload_records_ = 0;
+}
+
+void Writer::stop() {
+  if (stopped_.load()) return;
+  stopping_.store(true, std::memory_order_release);
+  if (thread_.joinable()) thread_.join();
+  stopped_.store(true, std::memory_order_release);
+  // Records pushed after the drain finished are dropped and counted.
+  while (auto late = queue_.tryPop()) dropped_ += 1;
+  if (fd_ >= 0) {
+    ::close(fd_);
+    fd_ = -1;
+  }
+}
+
+WriterCounts Writer::counts() const {
+  WriterCounts c;
+  c.records_written = written_.load();
+  c.records_dropped = dropped_.load();
+  c.records_lost = lost_.load();
+  c.frames = frames_.load();
+  c.bytes_written = bytes_.load();
+  return c;
+}
+
+std::string Writer::ioError() const {
+  std::lock_guard<std::mutex> lock(error_mutex_);
+  return io_error_;
+}
+
+}  // namespace acc::recorder

@@ -1,0 +1,71 @@
+// The single background thread that turns queued records into zstd frames on
+// disk. Op threads only encode and enqueue; all I/O happens here.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "env/config.h"
+#include "recorder/ring_buffer.h"
+
+namespace acc::recorder {
+
+struct WriterCounts {
+  uint64_t records_written = 0;
+  uint64_t records_dropped = 0;  // queue full in drop mode, or after stop
+  uint64_t records_lost = 0;     // encoded but not written (I/O error)
+  uint64_t frames = 0;
+  uint64_t bytes_written = 0;
+};
+
+class Writer {
+ public:
+  // Opens (truncates) `path` and writes the file header; throws
+  // std::runtime_error with the path and reason when it cannot.
+  Writer(const std::string& path, const env::Config& config);
+  ~Writer();
+  Writer(const Writer&) = delete;
+  Writer& operator=(const Writer&) = delete;
+
+  // Hands one encoded record to the writer. Never throws; returns false
+  // when the record was dropped (and counted).
+  bool submit(std::unique_ptr<std::string> record);
+
+  // Called on the writer thread about once a second (manifest refresh).
+  void setTick(std::function<void()> tick);
+
+  // Drains the queue, writes the last frame and joins the thread.
+  void stop();
+
+  WriterCounts counts() const;
+  std::string ioError() const;
+
+ private:
+  void run();
+  void flush();
+
+  env::Config config_;
+  RingBuffer queue_;
+  int fd_ = -1;
+  std::thread thread_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> stopped_{false};
+  std::function<void()> tick_;
+
+  // Writer-thread state.
+  std::string payload_;
+  uint64_t payload_records_ = 0;
+  std::string frame_;
+
+  std::atomic<uint64_t> written_{0}, dropped_{0}, lost_{0}, frames_{0}, bytes_{0};
+  mutable std::mutex error_mutex_;
+  std::string io_error_;
+};
+
+}  // namespace acc::recorder
