@@ -30,6 +30,11 @@ thread_local bool t_inside_shim = false;
 // dlopen themselves while torch is mapped but not yet initialized: only the
 // outermost call, once it returns, may start the recorder.
 thread_local int t_dlopen_depth = 0;
+// Set once this library's constructor ran. Before that the process is still
+// running the initializers of its startup libraries, some of which call
+// dlopen while others are not initialized yet: starting then would run
+// initializers out of order.
+std::atomic<bool> g_constructed{false};
 
 DlopenFn realDlopen() {
   static DlopenFn fn = reinterpret_cast<DlopenFn>(dlsym(RTLD_NEXT, "dlopen"));
@@ -129,6 +134,7 @@ void* openFromCallerPath(const char* file, int flags, void* caller) {
 __attribute__((constructor)) void onLoad() {
   // C++ programs linked with libtorch have it loaded (and initialized)
   // before preloaded constructors run.
+  g_constructed.store(true);
   startIfTorchLoaded();
 }
 
@@ -142,6 +148,8 @@ extern "C" __attribute__((visibility("default"))) void* dlopen(const char* file,
     if (handle == nullptr) realDlopen()(file, flags);  // restore the original dlerror()
   }
   --t_dlopen_depth;
-  if (handle != nullptr && !t_inside_shim && t_dlopen_depth == 0) startIfTorchLoaded();
+  if (handle != nullptr && !t_inside_shim && t_dlopen_depth == 0 && g_constructed.load()) {
+    startIfTorchLoaded();
+  }
   return handle;
 }
