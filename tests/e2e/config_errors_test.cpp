@@ -1,0 +1,89 @@
+// A misconfigured recorder must say exactly what is wrong, once, and leave
+// the program alone: same output, exit code 0, nothing recorded.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "tests/e2e/harness.h"
+
+namespace acc::test {
+namespace {
+
+struct BadValue {
+  const char* variable;
+  const char* value;
+};
+
+const BadValue kBadValues[] = {
+    {"ACC_ENABLE", "maybe"},        {"ACC_OUTPUT_DIR", ""},
+    {"ACC_LEVEL", "3"},             {"ACC_INPUTS", "2"},
+    {"ACC_OUTPUTS", "yes please"},  {"ACC_PASSES", "forward"},
+    {"ACC_OP_RANGE", "conv,relu"},  {"ACC_OP_LIST", "relu,,conv"},
+    {"ACC_SKIP", "-1"},             {"ACC_STEPS", "5-3"},
+    {"ACC_RANKS", "zero"},          {"ACC_STACK", "java"},
+    {"ACC_NESTED", "deep"},         {"ACC_BUFFER_MB", "0"},
+    {"ACC_ZSTD_LEVEL", "99"},       {"ACC_FRAME_KB", "1"},
+    {"ACC_ON_FULL", "crash"},       {"ACC_QUIET", "loud"},
+};
+
+void PrintTo(const BadValue& bad, std::ostream* os) { *os << bad.variable << "=\"" << bad.value << "\""; }
+
+class InvalidValue : public ::testing::TestWithParam<BadValue> {};
+
+const std::string& plainOutput() {
+  static const std::string out = runPythonPlain(example("mlp_train.py"), {{"MLP_STEPS", "1"}}).out;
+  return out;
+}
+
+TEST_P(InvalidValue, NamesVariableValueAndAllowedThenRunsUnrecorded) {
+  const BadValue bad = GetParam();
+  TempDir dir;
+  RunResult r = recordPython(example("mlp_train.py"), dir.path(),
+                             {{bad.variable, bad.value}, {"MLP_STEPS", "1"}});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, plainOutput());
+  const std::string expected =
+      std::string("acc: ") + bad.variable + "=\"" + bad.value + "\" is invalid; allowed: ";
+  EXPECT_NE(r.err.find(expected), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("acc: recording is off for this run\n"), std::string::npos) << r.err;
+  // One line for the value, one for the consequence.
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 2) << r.err;
+  EXPECT_FALSE(exists(dir / "rank0"));
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryVariable, InvalidValue, ::testing::ValuesIn(kBadValues),
+                         [](const auto& info) { return std::string(info.param.variable); });
+
+TEST(ConfigErrors, UnknownVariableIsReportedAndRecordingGoesOn) {
+  TempDir dir;
+  RunResult r = recordPython(example("mlp_train.py"), dir.path(), {{"ACC_LEVLE", "2"}, {"MLP_STEPS", "1"}});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.err.find("acc: unknown variable ACC_LEVLE ignored"), std::string::npos) << r.err;
+  EXPECT_TRUE(exists(dir / "rank0/records.acc"));
+}
+
+TEST(ConfigErrors, UnwritableOutputDirIsReportedAndTheProgramRuns) {
+  RunResult r = run({{python(), example("mlp_train.py")},
+                     {{"ACC_OUTPUT_DIR", "/proc/acc-cannot-write-here"}, {"MLP_STEPS", "1"}},
+                     "", true, ""});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, plainOutput());
+  EXPECT_NE(r.err.find("acc: cannot create the output directory /proc/acc-cannot-write-here/rank0"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("recording is off"), std::string::npos);
+}
+
+TEST(ConfigErrors, QuietSilencesTheStartAndEndLines) {
+  TempDir dir;
+  RunResult loud = recordPython(example("mlp_train.py"), dir.path(), {{"MLP_STEPS", "1"}});
+  EXPECT_NE(loud.err.find("acc: recording rank 0 to"), std::string::npos) << loud.err;
+  EXPECT_NE(loud.err.find("acc: rank 0: "), std::string::npos) << loud.err;
+  TempDir quiet_dir;
+  RunResult quiet = recordPython(example("mlp_train.py"), quiet_dir.path(), {{"ACC_QUIET", "1"}, {"MLP_STEPS", "1"}});
+  EXPECT_EQ(quiet.err, "");
+  EXPECT_TRUE(exists(quiet_dir / "rank0/records.acc"));
+}
+
+}  // namespace
+}  // namespace acc::test

@@ -1,0 +1,147 @@
+#include "tests/e2e/harness.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "analyzer/recording.h"
+
+extern char** environ;
+
+namespace acc::test {
+namespace fs = std::filesystem;
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+bool exists(const std::string& path) { return fs::exists(path); }
+
+RunResult run(const Command& command) {
+  TempDir io;
+  const std::string out_path = io / "stdout", err_path = io / "stderr";
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::strncmp(*e, "ACC_", 4) == 0 || std::strncmp(*e, "LD_PRELOAD=", 11) == 0 ||
+        std::strncmp(*e, "RANK=", 5) == 0) {
+      continue;
+    }
+    env_strings.emplace_back(*e);
+  }
+  if (command.preload) {
+    env_strings.push_back("LD_PRELOAD=" +
+                          (command.preload_lib.empty() ? libDir() + "/libacc.so" : command.preload_lib));
+  }
+  for (const auto& [k, v] : command.env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp, argv;
+  for (std::string& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = command.argv;
+  for (std::string& s : args) argv.push_back(s.data());
+  argv.push_back(nullptr);
+
+  pid_t pid = fork();
+  if (pid == 0) {
+    int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(out, 1);
+    dup2(err, 2);
+    if (!command.cwd.empty() && chdir(command.cwd.c_str()) != 0) _exit(126);
+    execve(argv[0], argv.data(), envp.data());
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  RunResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = readFile(out_path);
+  r.err = readFile(err_path);
+  return r;
+}
+
+std::string python() {
+  std::string p = ACC_TEST_PYTHON;
+  if (p.empty()) {
+    throw std::runtime_error(
+        "no Python interpreter with torch was found at configure time; install python3-torch "
+        "or set ACC_PYTHON and re-run cmake");
+  }
+  return p;
+}
+
+std::string example(const std::string& file) { return std::string(ACC_SOURCE_DIR) + "/examples/" + file; }
+std::string testScript(const std::string& file) {
+  return std::string(ACC_SOURCE_DIR) + "/tests/scripts/" + file;
+}
+std::string libDir() { return ACC_LIB_DIR; }
+std::string binDir() { return ACC_BIN_DIR; }
+
+RunResult recordPython(const std::string& script, const std::string& dir,
+                       std::map<std::string, std::string> env) {
+  env.emplace("ACC_OUTPUT_DIR", dir);
+  return run({{python(), script}, env, "", true, ""});
+}
+
+RunResult runPythonPlain(const std::string& script, std::map<std::string, std::string> env) {
+  return run({{python(), script}, env, "", false, ""});
+}
+
+TempDir::TempDir() {
+  std::string templ = (fs::temp_directory_path() / "acc-test-XXXXXX").string();
+  if (mkdtemp(templ.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+  path_ = templ;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
+
+std::vector<const format::OpRecord*> Recording::named(const std::string& prefix) const {
+  std::vector<const format::OpRecord*> out;
+  for (const auto& r : records) {
+    if (r.name.rfind(prefix, 0) == 0) out.push_back(&r);
+  }
+  return out;
+}
+
+const format::OpRecord* Recording::find(const std::string& name) const {
+  for (const auto& r : records) {
+    if (r.name == name) return &r;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> Recording::names() const {
+  std::vector<std::string> out;
+  for (const auto& r : records) out.push_back(r.name);
+  return out;
+}
+
+Recording readRank(const std::string& rank_dir) {
+  Recording rec;
+  auto ranks = analyzer::openRecording(rank_dir);
+  rec.manifest = ranks.at(0).manifest;
+  analyzer::ReadOptions options;
+  options.with_data = true;
+  auto damage = analyzer::readRecords(
+      ranks.at(0), options, [&](format::OpRecord&& r) { rec.records.push_back(std::move(r)); }, rec.stacks);
+  rec.damaged = damage.any();
+  std::stable_sort(rec.records.begin(), rec.records.end(),
+                   [](const format::OpRecord& a, const format::OpRecord& b) { return a.index < b.index; });
+  return rec;
+}
+
+}  // namespace acc::test

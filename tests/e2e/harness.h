@@ -1,0 +1,74 @@
+// End-to-end test harness: runs real programs (Python with torch, the C++
+// example) with and without LD_PRELOAD=libacc.so and reads what they recorded.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "format/record.h"
+
+namespace acc::test {
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+struct Command {
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;  // added to the test's environment minus ACC_*
+  std::string cwd;                          // empty: the test's working directory
+  bool preload = true;                      // LD_PRELOAD=libacc.so
+  std::string preload_lib;                  // overrides the built libacc.so
+};
+
+RunResult run(const Command& command);
+
+// Paths of the build and the source tree.
+std::string python();  // the interpreter with torch, found by CMake
+std::string example(const std::string& file);
+std::string testScript(const std::string& file);
+std::string libDir();
+std::string binDir();
+
+// Runs examples/mlp_train.py (or another script) under the recorder with
+// `env`, output in `dir`; ACC_QUIET is not set, so stderr has acc's lines.
+RunResult recordPython(const std::string& script, const std::string& dir,
+                       std::map<std::string, std::string> env = {});
+RunResult runPythonPlain(const std::string& script, std::map<std::string, std::string> env = {});
+
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string operator/(const std::string& child) const { return path_ + "/" + child; }
+
+ private:
+  std::string path_;
+};
+
+struct Recording {
+  nlohmann::json manifest;
+  std::vector<format::OpRecord> records;  // execution order
+  std::map<uint64_t, format::StackRecord> stacks;
+  bool damaged = false;
+
+  std::vector<const format::OpRecord*> named(const std::string& prefix) const;
+  const format::OpRecord* find(const std::string& name) const;
+  std::vector<std::string> names() const;
+};
+
+// Reads one rank directory (dir/rankN) completely, tensor data included.
+Recording readRank(const std::string& rank_dir);
+
+std::string readFile(const std::string& path);
+bool exists(const std::string& path);
+
+}  // namespace acc::test
