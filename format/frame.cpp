@@ -116,6 +116,13 @@ bool FrameReader::next(std::string& payload) {
     compressed_.resize(csize);
     got = std::fread(compressed_.data(), 1, csize, file_);
     if (got < csize) {
+      // Either the writer died mid-frame (the usual end after a crash) or
+      // this header's size is corrupt: only a later frame tells them apart.
+      std::fseek(file_, frame_start + 1, SEEK_SET);
+      if (resync()) {
+        ++corrupt_;
+        continue;
+      }
       truncated_ += kFrameHeaderSize + got;
       return false;
     }

@@ -77,19 +77,21 @@ Session* Session::start(const env::Config& config, int64_t rank, const std::stri
                  dir.c_str(), std::strerror(errno));
     return nullptr;
   }
+  g_torch_version = compat::runningTorchVersion();
   auto* s = new Session(config, rank, taken);
+  s->stacks_ = std::make_unique<StackRegistry>(
+      config.stack, [s](std::unique_ptr<std::string> record) { s->emit(std::move(record)); });
+  // The writer's first tick comes a second after it starts, long after
+  // writer_ is set below.
   try {
-    s->writer_ = std::make_unique<Writer>(taken + "/" + kRecordsFile, config);
+    s->writer_ = std::make_unique<Writer>(taken + "/" + kRecordsFile, config,
+                                          [s] { s->writeManifest("running"); });
   } catch (const std::exception& e) {
     std::fprintf(stderr, "acc: cannot write %s; recording is off\n", e.what());
     delete s;
     return nullptr;
   }
-  s->stacks_ = std::make_unique<StackRegistry>(
-      config.stack, [s](std::unique_ptr<std::string> record) { s->emit(std::move(record)); });
-  g_torch_version = compat::runningTorchVersion();
   s->writeManifest("running");
-  s->writer_->setTick([s] { s->writeManifest("running"); });
   g_session = s;
   g_active.store(s, std::memory_order_release);
   observer::install();

@@ -30,24 +30,50 @@ uint64_t widenBits(Bits b) {
   else return static_cast<uint64_t>(static_cast<int64_t>(static_cast<std::make_signed_t<Bits>>(b)));
 }
 
+struct Lane {
+  double min = std::numeric_limits<double>::infinity();
+  double max = -std::numeric_limits<double>::infinity();
+  double sum = 0, sumsq = 0;
+  uint64_t nan = 0, inf = 0, checksum = 0;
+};
+
 template <typename T, typename Bits>
-void scan(const T* data, int64_t begin, int64_t end, Partial& p) {
-  for (int64_t i = begin; i < end; ++i) {
-    Bits bits;
-    std::memcpy(&bits, &data[i], sizeof bits);
-    p.checksum += widenBits(bits) * (2 * static_cast<uint64_t>(i) + 1);
-    double v = static_cast<double>(data[i]);
-    if (std::isnan(v)) {
-      ++p.nan;
-      p.saw_nan = true;
-      continue;
-    }
-    if (std::isinf(v)) ++p.inf;
-    p.min = v < p.min ? v : p.min;
-    p.max = v > p.max ? v : p.max;
-    p.sum += v;
-    p.sumsq += v * v;
+inline void accumulate(Lane& lane, const T* data, int64_t i) {
+  Bits bits;
+  std::memcpy(&bits, &data[i], sizeof bits);
+  lane.checksum += widenBits(bits) * (2 * static_cast<uint64_t>(i) + 1);
+  const double v = static_cast<double>(data[i]);
+  lane.nan += v != v;
+  lane.inf += std::fabs(v) == std::numeric_limits<double>::infinity();
+  lane.min = v < lane.min ? v : lane.min;
+  lane.max = v > lane.max ? v : lane.max;
+  lane.sum += v;
+  lane.sumsq += v * v;
+}
+
+// One pass over [begin, end) in two independent lanes (two separate
+// locals the compiler keeps in registers), so consecutive additions do not
+// wait on each other. NaNs are counted here; they override min/max/mean/norm
+// when the partials are combined.
+template <typename T, typename Bits>
+void scan(const T* data, int64_t begin, int64_t end, Partial& out) {
+  Lane a, b;
+  int64_t i = begin;
+  for (; i + 2 <= end; i += 2) {
+    accumulate<T, Bits>(a, data, i);
+    accumulate<T, Bits>(b, data, i + 1);
   }
+  if (i < end) accumulate<T, Bits>(a, data, i);
+  for (const Lane* l : {&a, &b}) {
+    out.min = std::min(out.min, l->min);
+    out.max = std::max(out.max, l->max);
+    out.sum += l->sum;
+    out.sumsq += l->sumsq;
+    out.nan += l->nan;
+    out.inf += l->inf;
+    out.checksum += l->checksum;
+  }
+  out.saw_nan = out.nan != 0;
 }
 
 template <typename T, typename Bits>
@@ -142,9 +168,11 @@ format::Stats tensorStatsAten(const at::Tensor& tensor) {
   const int64_t n = t.numel();
   if (n == 0) return s;
   at::Tensor flat = t.reshape({-1});
+  // Out of place throughout: for 8-byte dtypes the integer view shares the
+  // caller's memory.
   at::Tensor bits = flat.view(sameWidthInteger(flat.element_size())).to(at::kLong);
   at::Tensor weights = at::arange(n, flat.options().dtype(at::kLong)).mul_(2).add_(1);
-  at::Tensor checksum = bits.mul_(weights).sum();
+  at::Tensor checksum = at::mul(bits, weights).sum();
   at::Tensor values = flat.to(at::kDouble);
   at::Tensor counts = at::stack({at::isnan(values).sum(), at::isinf(values).sum(), checksum});
   at::Tensor reals = at::stack({values.min(), values.max(), values.mean(), values.norm()});

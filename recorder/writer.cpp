@@ -32,8 +32,8 @@ int writeAll(int fd, const char* data, size_t size) {
 
 }  // namespace
 
-Writer::Writer(const std::string& path, const env::Config& config)
-    : config_(config), queue_(kQueueSlots, config.buffer_mb << 20) {
+Writer::Writer(const std::string& path, const env::Config& config, std::function<void()> tick)
+    : config_(config), queue_(kQueueSlots, config.buffer_mb << 20), tick_(std::move(tick)) {
   fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) throw std::runtime_error(path + ": " + std::strerror(errno));
   std::string header = format::fileHeader();
@@ -47,16 +47,24 @@ Writer::Writer(const std::string& path, const env::Config& config)
 
 Writer::~Writer() { stop(); }
 
-void Writer::setTick(std::function<void()> tick) { tick_ = std::move(tick); }
-
 bool Writer::submit(std::unique_ptr<std::string> record) {
-  while (!stopped_.load(std::memory_order_acquire)) {
-    if (queue_.tryPush(record)) return true;
+  // stop() waits for submitters to leave before its last drain, so a record
+  // is either written or counted as dropped, never lost in between.
+  // Sequentially consistent: stop() stores stopping_ then reads submitting_,
+  // this reads them the other way round (a store-load pair).
+  submitting_.fetch_add(1);
+  bool queued = false;
+  while (!stopping_.load()) {
+    if (queue_.tryPush(record)) {
+      queued = true;
+      break;
+    }
     if (config_.on_full == env::OnFull::Drop) break;
     std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
-  dropped_.fetch_add(1, std::memory_order_relaxed);
-  return false;
+  submitting_.fetch_sub(1, std::memory_order_acq_rel);
+  if (!queued) dropped_.fetch_add(1, std::memory_order_relaxed);
+  return queued;
 }
 
 void Writer::run() {
@@ -122,12 +130,12 @@ void Writer::flush() {
 }
 
 void Writer::stop() {
-  if (stopped_.load()) return;
-  stopping_.store(true, std::memory_order_release);
+  if (stopped_.exchange(true)) return;
+  stopping_.store(true);
+  // Submitters that saw the writer running finish their push first; the
+  // writer thread drains the queue after that.
+  while (submitting_.load() != 0) std::this_thread::yield();
   if (thread_.joinable()) thread_.join();
-  stopped_.store(true, std::memory_order_release);
-  // Records pushed after the drain finished are dropped and counted.
-  while (auto late = queue_.tryPop()) dropped_ += 1;
   if (fd_ >= 0) {
     ::close(fd_);
     fd_ = -1;

@@ -27,8 +27,9 @@ struct WriterCounts {
 class Writer {
  public:
   // Opens (truncates) `path` and writes the file header; throws
-  // std::runtime_error with the path and reason when it cannot.
-  Writer(const std::string& path, const env::Config& config);
+  // std::runtime_error with the path and reason when it cannot. `tick`, if
+  // set, runs on the writer thread about once a second (manifest refresh).
+  Writer(const std::string& path, const env::Config& config, std::function<void()> tick = {});
   ~Writer();
   Writer(const Writer&) = delete;
   Writer& operator=(const Writer&) = delete;
@@ -36,9 +37,6 @@ class Writer {
   // Hands one encoded record to the writer. Never throws; returns false
   // when the record was dropped (and counted).
   bool submit(std::unique_ptr<std::string> record);
-
-  // Called on the writer thread about once a second (manifest refresh).
-  void setTick(std::function<void()> tick);
 
   // Drains the queue, writes the last frame and joins the thread.
   void stop();
@@ -56,7 +54,8 @@ class Writer {
   std::thread thread_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> stopped_{false};
-  std::function<void()> tick_;
+  std::atomic<int> submitting_{0};  // submit() calls in progress
+  const std::function<void()> tick_;
 
   // Writer-thread state.
   std::string payload_;

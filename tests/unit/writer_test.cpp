@@ -1,0 +1,254 @@
+// recorder::Writer: submitted records reach the file complete and in order,
+// counters add up, drop mode drops instead of waiting, and open errors name
+// the path.
+#include "recorder/writer.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "format/frame.h"
+#include "format/record.h"
+
+namespace acc::recorder {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::unique_ptr<std::string> encodedOp(uint64_t index, size_t data_bytes = 0, uint64_t thread = 0) {
+  format::OpRecord r;
+  r.index = index;
+  r.op = "aten::add";
+  r.name = "aten::add." + std::to_string(index) + ".fwd";
+  r.thread = thread;
+  r.scalars = {{2, std::to_string(index)}};
+  if (data_bytes > 0) {
+    format::Tensor t;
+    t.dtype = format::Dtype::UInt8;
+    t.device = "cpu";
+    t.shape = {static_cast<int64_t>(data_bytes)};
+    t.strides = {1};
+    t.has_data = true;
+    // Pseudo-random, so zstd cannot shrink it to nothing.
+    t.data.resize(data_bytes);
+    uint64_t x = index * 0x9E3779B97F4A7C15ULL + 1;
+    for (char& c : t.data) {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      c = static_cast<char>(x);
+    }
+    r.tensors.push_back(std::move(t));
+  }
+  auto out = std::make_unique<std::string>();
+  format::encode(r, *out);
+  return out;
+}
+
+struct FileContents {
+  std::vector<format::OpRecord> ops;
+  uint64_t frames = 0;
+  uint64_t corrupt = 0;
+  uint64_t truncated = 0;
+};
+
+FileContents readRecording(const std::string& path) {
+  FileContents c;
+  format::FrameReader reader(path);
+  std::string payload;
+  while (reader.next(payload)) {
+    format::RecordCursor cursor(payload);
+    format::RecordKind kind;
+    std::string_view body;
+    while (cursor.next(kind, body)) {
+      EXPECT_EQ(kind, format::RecordKind::Op);
+      c.ops.push_back(format::decodeOp(body, /*with_data=*/false));
+    }
+  }
+  c.frames = reader.framesRead();
+  c.corrupt = reader.corruptFrames();
+  c.truncated = reader.truncatedBytes();
+  return c;
+}
+
+class WriterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string templ = (fs::temp_directory_path() / "acc_writer_test_XXXXXX").string();
+    ASSERT_NE(mkdtemp(templ.data()), nullptr);
+    dir_ = templ;
+    path_ = (dir_ / "rank0.accrec").string();
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  fs::path dir_;
+  std::string path_;
+};
+
+TEST_F(WriterTest, RecordsReadBackCompleteAndInOrder) {
+  env::Config config;
+  config.frame_kb = 16;  // several frames
+  constexpr uint64_t kRecords = 2000;
+  Writer writer(path_, config);
+  for (uint64_t i = 0; i < kRecords; ++i) ASSERT_TRUE(writer.submit(encodedOp(i, i % 7 * 10)));
+  writer.stop();
+
+  WriterCounts counts = writer.counts();
+  EXPECT_EQ(counts.records_written, kRecords);
+  EXPECT_EQ(counts.records_dropped, 0u);
+  EXPECT_EQ(counts.records_lost, 0u);
+  EXPECT_EQ(writer.ioError(), "");
+  EXPECT_EQ(counts.bytes_written, fs::file_size(path_));
+
+  FileContents file = readRecording(path_);
+  EXPECT_EQ(file.corrupt, 0u);
+  EXPECT_EQ(file.truncated, 0u);
+  EXPECT_EQ(file.frames, counts.frames);
+  EXPECT_GT(file.frames, 1u);
+  ASSERT_EQ(file.ops.size(), kRecords);
+  for (uint64_t i = 0; i < kRecords; ++i) {
+    ASSERT_EQ(file.ops[i].index, i);
+    EXPECT_EQ(file.ops[i].name, "aten::add." + std::to_string(i) + ".fwd");
+    ASSERT_EQ(file.ops[i].scalars.size(), 1u);
+    EXPECT_EQ(file.ops[i].scalars[0].value, std::to_string(i));
+  }
+}
+
+TEST_F(WriterTest, DataBytesSurvive) {
+  env::Config config;
+  Writer writer(path_, config);
+  std::unique_ptr<std::string> record = encodedOp(5, 3000);
+  const std::string expected = *record;
+  ASSERT_TRUE(writer.submit(std::move(record)));
+  writer.stop();
+
+  format::FrameReader reader(path_);
+  std::string payload;
+  ASSERT_TRUE(reader.next(payload));
+  EXPECT_EQ(payload, expected);
+  EXPECT_FALSE(reader.next(payload));
+}
+
+TEST_F(WriterTest, NothingSubmittedGivesHeaderOnlyFile) {
+  Writer writer(path_, env::Config{});
+  writer.stop();
+  EXPECT_EQ(writer.counts().records_written, 0u);
+  EXPECT_EQ(writer.counts().frames, 0u);
+  EXPECT_EQ(fs::file_size(path_), format::kFileHeaderSize);
+  FileContents file = readRecording(path_);
+  EXPECT_TRUE(file.ops.empty());
+}
+
+TEST_F(WriterTest, StopIsIdempotentAndLaterSubmitsAreDropped) {
+  Writer writer(path_, env::Config{});
+  ASSERT_TRUE(writer.submit(encodedOp(0)));
+  writer.stop();
+  writer.stop();
+  EXPECT_FALSE(writer.submit(encodedOp(1)));
+  WriterCounts counts = writer.counts();
+  EXPECT_EQ(counts.records_written, 1u);
+  EXPECT_EQ(counts.records_dropped, 1u);
+  EXPECT_EQ(readRecording(path_).ops.size(), 1u);
+}
+
+TEST_F(WriterTest, DestructorStopsAndFlushes) {
+  {
+    Writer writer(path_, env::Config{});
+    for (uint64_t i = 0; i < 10; ++i) ASSERT_TRUE(writer.submit(encodedOp(i)));
+  }
+  EXPECT_EQ(readRecording(path_).ops.size(), 10u);
+}
+
+TEST_F(WriterTest, DropModeWithTinyBufferAccountsForEveryRecord) {
+  env::Config config;
+  config.on_full = env::OnFull::Drop;
+  config.buffer_mb = 1;  // room for two of the records below
+  config.frame_kb = 16;
+  constexpr uint64_t kRecords = 64;
+  std::vector<std::unique_ptr<std::string>> records;
+  for (uint64_t i = 0; i < kRecords; ++i) records.push_back(encodedOp(i, 400 << 10));
+
+  Writer writer(path_, config);
+  uint64_t accepted = 0;
+  for (auto& r : records) accepted += writer.submit(std::move(r)) ? 1 : 0;
+  writer.stop();
+
+  WriterCounts counts = writer.counts();
+  EXPECT_EQ(counts.records_lost, 0u);
+  EXPECT_EQ(counts.records_written + counts.records_dropped, kRecords);
+  EXPECT_EQ(counts.records_written, accepted);
+  // 64 records of 400 KiB submitted back to back cannot all fit in 1 MiB.
+  EXPECT_GT(counts.records_dropped, 0u);
+
+  FileContents file = readRecording(path_);
+  ASSERT_EQ(file.ops.size(), counts.records_written);
+  for (size_t i = 1; i < file.ops.size(); ++i) {
+    EXPECT_LT(file.ops[i - 1].index, file.ops[i].index);  // order kept among survivors
+  }
+}
+
+TEST_F(WriterTest, WaitModeWithTinyBufferWritesEverythingFromManyThreads) {
+  env::Config config;
+  config.buffer_mb = 1;
+  config.frame_kb = 16;
+  constexpr int kThreads = 4;
+  constexpr uint64_t kPerThread = 50;
+  Writer writer(path_, config);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (uint64_t i = 0; i < kPerThread; ++i) {
+        EXPECT_TRUE(writer.submit(encodedOp(i, 64 << 10, static_cast<uint64_t>(t))));
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  writer.stop();
+
+  EXPECT_EQ(writer.counts().records_written, kThreads * kPerThread);
+  EXPECT_EQ(writer.counts().records_dropped, 0u);
+  FileContents file = readRecording(path_);
+  ASSERT_EQ(file.ops.size(), kThreads * kPerThread);
+  std::vector<uint64_t> next(kThreads, 0);
+  for (const format::OpRecord& op : file.ops) {
+    ASSERT_LT(op.thread, static_cast<uint64_t>(kThreads));
+    EXPECT_EQ(op.index, next[op.thread]) << "thread " << op.thread;
+    next[op.thread] = op.index + 1;
+  }
+}
+
+TEST_F(WriterTest, UnwritablePathThrowsNamingThePath) {
+  std::string bad = (dir_ / "no_such_dir" / "rank0.accrec").string();
+  try {
+    Writer writer(bad, env::Config{});
+    FAIL() << "expected std::runtime_error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(WriterTest, ExistingFileIsTruncated) {
+  {
+    Writer writer(path_, env::Config{});
+    for (uint64_t i = 0; i < 100; ++i) ASSERT_TRUE(writer.submit(encodedOp(i, 100)));
+  }
+  {
+    Writer writer(path_, env::Config{});
+    ASSERT_TRUE(writer.submit(encodedOp(7)));
+  }
+  FileContents file = readRecording(path_);
+  ASSERT_EQ(file.ops.size(), 1u);
+  EXPECT_EQ(file.ops[0].index, 7u);
+}
+
+}  // namespace
+}  // namespace acc::recorder
