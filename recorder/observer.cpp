@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "recorder/session.h"
+#include "recorder/stats_cache.h"
 #include "recorder/tensor_capture.h"
 #include "recorder/torch_compat.h"
 
@@ -257,6 +258,7 @@ std::unique_ptr<at::ObserverContext> onStart(const at::RecordFunction& fn) {
     ++tls.engine_depth;
     return ctx;
   }
+  threadStatsCache().opStarted();
   const bool backward = scope == at::RecordScope::BACKWARD_FUNCTION;
   if (backward) flushPending(*s);
   auto ctx = enter(*s, backward);

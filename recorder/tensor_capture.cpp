@@ -3,6 +3,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "recorder/stats_cache.h"
 #include "recorder/tensor_stats.h"
 
 namespace acc::recorder {
@@ -70,10 +71,13 @@ format::Tensor captureTensor(const at::Tensor& t, format::Role role, uint32_t po
   bool strided = t.layout() == at::kStrided;
   if (strided) out.strides.assign(t.strides().begin(), t.strides().end());
   // Sparse, quantized and unknown element types keep their metadata only.
-  bool readable = strided && out.dtype != format::Dtype::Unknown && !t.is_quantized();
+  bool readable = strided && out.dtype != format::Dtype::Unknown && !t.is_quantized() && !t.is_meta();
   if (level >= 1 && readable) {
-    out.stats = tensorStats(t);
+    StatsCache& cache = threadStatsCache();
+    std::optional<format::Stats> known = cache.find(t);
+    out.stats = known ? *known : tensorStats(t);
     out.has_stats = true;
+    if (role == format::Role::Output || role == format::Role::GradOut) cache.store(t, out.stats);
   }
   if (level >= 2 && readable) {
     at::Tensor host = t.detach().to(at::kCPU).contiguous();
