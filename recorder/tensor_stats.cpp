@@ -4,7 +4,9 @@
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
+#if defined(__x86_64__)
 #include <immintrin.h>
+#endif
 
 #include <cmath>
 #include <cstring>
@@ -16,12 +18,23 @@ namespace {
 
 constexpr int64_t kGrain = 1 << 16;
 
+// Statistics of a part of a tensor: a lane of a loop, a chunk, the whole.
+// NaNs are only counted here; they override min/max/mean/norm at the end.
 struct Partial {
   double min = std::numeric_limits<double>::infinity();
   double max = -std::numeric_limits<double>::infinity();
   double sum = 0, sumsq = 0;
   uint64_t nan = 0, inf = 0, checksum = 0;
-  bool saw_nan = false;
+
+  void merge(const Partial& o) {
+    min = std::min(min, o.min);
+    max = std::max(max, o.max);
+    sum += o.sum;
+    sumsq += o.sumsq;
+    nan += o.nan;
+    inf += o.inf;
+    checksum += o.checksum;
+  }
 };
 
 template <typename Bits>
@@ -32,50 +45,34 @@ uint64_t widenBits(Bits b) {
   else return static_cast<uint64_t>(static_cast<int64_t>(static_cast<std::make_signed_t<Bits>>(b)));
 }
 
-struct Lane {
-  double min = std::numeric_limits<double>::infinity();
-  double max = -std::numeric_limits<double>::infinity();
-  double sum = 0, sumsq = 0;
-  uint64_t nan = 0, inf = 0, checksum = 0;
-};
-
 template <typename T, typename Bits>
-inline void accumulate(Lane& lane, const T* data, int64_t i) {
+inline void accumulate(Partial& p, const T* data, int64_t i) {
   Bits bits;
   std::memcpy(&bits, &data[i], sizeof bits);
-  lane.checksum += widenBits(bits) * (2 * static_cast<uint64_t>(i) + 1);
+  p.checksum += widenBits(bits) * (2 * static_cast<uint64_t>(i) + 1);
   const double v = static_cast<double>(data[i]);
-  lane.nan += v != v;
-  lane.inf += std::fabs(v) == std::numeric_limits<double>::infinity();
-  lane.min = v < lane.min ? v : lane.min;
-  lane.max = v > lane.max ? v : lane.max;
-  lane.sum += v;
-  lane.sumsq += v * v;
+  p.nan += v != v;
+  p.inf += std::fabs(v) == std::numeric_limits<double>::infinity();
+  p.min = v < p.min ? v : p.min;
+  p.max = v > p.max ? v : p.max;
+  p.sum += v;
+  p.sumsq += v * v;
 }
 
-// One pass over [begin, end) in two independent lanes (two separate
-// locals the compiler keeps in registers), so consecutive additions do not
-// wait on each other. NaNs are counted here; they override min/max/mean/norm
-// when the partials are combined.
+// One pass over [begin, end) in two independent lanes (separate locals the
+// compiler keeps in registers), so consecutive additions do not wait on
+// each other.
 template <typename T, typename Bits>
 void scan(const T* data, int64_t begin, int64_t end, Partial& out) {
-  Lane a, b;
+  Partial a, b;
   int64_t i = begin;
   for (; i + 2 <= end; i += 2) {
     accumulate<T, Bits>(a, data, i);
     accumulate<T, Bits>(b, data, i + 1);
   }
   if (i < end) accumulate<T, Bits>(a, data, i);
-  for (const Lane* l : {&a, &b}) {
-    out.min = std::min(out.min, l->min);
-    out.max = std::max(out.max, l->max);
-    out.sum += l->sum;
-    out.sumsq += l->sumsq;
-    out.nan += l->nan;
-    out.inf += l->inf;
-    out.checksum += l->checksum;
-  }
-  out.saw_nan = out.nan != 0;
+  out.merge(a);
+  out.merge(b);
 }
 
 #if defined(__x86_64__)
@@ -86,11 +83,10 @@ __attribute__((target("avx2"))) inline __m256i mulLow64(__m256i a, __m256i w) {
   return _mm256_add_epi64(lo, _mm256_slli_epi64(hi, 32));
 }
 
-// float32, eight elements at a time: the statistics the scalar scan
-// computes, in the same order per lane. Only for indices below 2^31, where
-// the checksum weights 2i+1 fit in 32 bits.
-__attribute__((target("avx2,fma"))) void scanFloatAvx2(const float* data, int64_t begin, int64_t end,
-                                                      Partial& out) {
+// float32, eight elements at a time: what scan() computes. Only for indices
+// below 2^31, where the checksum weights 2i+1 fit in 32 bits.
+__attribute__((target("avx2,fma"))) void scanFloatAvx2(const float* data, int64_t begin,
+                                                      int64_t end, Partial& out) {
   const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
   const __m256 inf = _mm256_set1_ps(std::numeric_limits<float>::infinity());
   __m256 mn = inf, mx = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
@@ -100,12 +96,13 @@ __attribute__((target("avx2,fma"))) void scanFloatAvx2(const float* data, int64_
   __m256i w_lo = _mm256_set_epi64x(w + 6, w + 4, w + 2, w);
   __m256i w_hi = _mm256_set_epi64x(w + 14, w + 12, w + 10, w + 8);
   const __m256i w_step = _mm256_set1_epi64x(16);
-  uint64_t nan = 0, infs = 0;
+  Partial vec;
   int64_t i = begin;
   for (; i + 8 <= end; i += 8) {
     __m256 v = _mm256_loadu_ps(data + i);
-    nan += __builtin_popcount(_mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
-    infs += __builtin_popcount(_mm256_movemask_ps(_mm256_cmp_ps(_mm256_and_ps(v, abs_mask), inf, _CMP_EQ_OQ)));
+    vec.nan += __builtin_popcount(_mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
+    vec.inf += __builtin_popcount(
+        _mm256_movemask_ps(_mm256_cmp_ps(_mm256_and_ps(v, abs_mask), inf, _CMP_EQ_OQ)));
     mn = _mm256_min_ps(v, mn);  // a NaN in v keeps mn: NaNs are counted instead
     mx = _mm256_max_ps(v, mx);
     __m256d d0 = _mm256_cvtps_pd(_mm256_castps256_ps128(v));
@@ -130,28 +127,16 @@ __attribute__((target("avx2,fma"))) void scanFloatAvx2(const float* data, int64_
   _mm256_store_pd(squares, _mm256_add_pd(sq0, sq1));
   _mm256_store_si256(reinterpret_cast<__m256i*>(checks), checksum);
   for (int l = 0; l < 8; ++l) {
-    out.min = std::min(out.min, static_cast<double>(mins[l]));
-    out.max = std::max(out.max, static_cast<double>(maxs[l]));
+    vec.min = std::min(vec.min, static_cast<double>(mins[l]));
+    vec.max = std::max(vec.max, static_cast<double>(maxs[l]));
   }
   for (int l = 0; l < 4; ++l) {
-    out.sum += sums[l];
-    out.sumsq += squares[l];
-    out.checksum += checks[l];
+    vec.sum += sums[l];
+    vec.sumsq += squares[l];
+    vec.checksum += checks[l];
   }
-  out.nan += nan;
-  out.inf += infs;
-  if (i < end) {
-    Partial tail;
-    scan<float, uint32_t>(data, i, end, tail);
-    out.min = std::min(out.min, tail.min);
-    out.max = std::max(out.max, tail.max);
-    out.sum += tail.sum;
-    out.sumsq += tail.sumsq;
-    out.nan += tail.nan;
-    out.inf += tail.inf;
-    out.checksum += tail.checksum;
-  }
-  out.saw_nan = out.nan != 0;
+  out.merge(vec);
+  if (i < end) scan<float, uint32_t>(data, i, end, out);
 }
 
 bool hasAvx2() {
@@ -176,7 +161,7 @@ format::Stats fused(const at::Tensor& t) {
   const int64_t n = t.numel();
   const int64_t chunks = (n + kGrain - 1) / kGrain;
   std::vector<Partial> parts(static_cast<size_t>(chunks));
-  // Partials are combined in chunk order, so results do not depend on the
+  // Partials are merged in chunk order, so results do not depend on the
   // number of threads.
   at::parallel_for(0, chunks, 1, [&](int64_t b, int64_t e) {
     for (int64_t c = b; c < e; ++c) {
@@ -184,26 +169,18 @@ format::Stats fused(const at::Tensor& t) {
     }
   });
   Partial all;
-  for (const Partial& p : parts) {
-    all.min = std::min(all.min, p.min);
-    all.max = std::max(all.max, p.max);
-    all.sum += p.sum;
-    all.sumsq += p.sumsq;
-    all.nan += p.nan;
-    all.inf += p.inf;
-    all.checksum += p.checksum;
-    all.saw_nan |= p.saw_nan;
-  }
+  for (const Partial& p : parts) all.merge(p);
   format::Stats s;
   s.nan_count = all.nan;
   s.inf_count = all.inf;
   s.checksum = all.checksum;
   if (n == 0) return s;
-  const double nan = std::numeric_limits<double>::quiet_NaN();
-  s.min = all.saw_nan ? nan : all.min;
-  s.max = all.saw_nan ? nan : all.max;
-  s.mean = all.saw_nan ? nan : all.sum / static_cast<double>(n);
-  s.norm = all.saw_nan ? nan : std::sqrt(all.sumsq);
+  const bool nan = all.nan != 0;
+  const double q = std::numeric_limits<double>::quiet_NaN();
+  s.min = nan ? q : all.min;
+  s.max = nan ? q : all.max;
+  s.mean = nan ? q : all.sum / static_cast<double>(n);
+  s.norm = nan ? q : std::sqrt(all.sumsq);
   return s;
 }
 
