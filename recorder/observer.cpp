@@ -40,6 +40,8 @@ uint64_t nowNs() {
                                    .count());
 }
 
+void emitRecord(Session& s, std::unique_ptr<OpRecord> record);
+
 struct ThreadState {
   int depth = 0;         // ops (and autograd nodes) entered on this thread
   int engine_depth = 0;  // autograd engine scopes entered
@@ -47,6 +49,12 @@ struct ThreadState {
   // hook, which adds the gradients the node produced.
   std::unique_ptr<OpRecord> pending;
   uint64_t pending_seq = 0;
+
+  ~ThreadState() {
+    // A node whose hook never ran (its backward threw) still gets recorded.
+    Session* s = Session::active();
+    if (pending && s != nullptr) emitRecord(*s, std::move(pending));
+  }
 };
 thread_local ThreadState tls;
 

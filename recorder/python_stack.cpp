@@ -14,6 +14,8 @@ void resolve(F& fn, const char* name) {
 
 PythonStack::PythonStack() {
   resolve(is_initialized_, "Py_IsInitialized");
+  resolve(is_finalizing_, "Py_IsFinalizing");
+  if (is_finalizing_ == nullptr) resolve(is_finalizing_, "_Py_IsFinalizing");
   resolve(this_thread_state_, "PyGILState_GetThisThreadState");
   resolve(ensure_, "PyGILState_Ensure");
   resolve(release_gil_, "PyGILState_Release");
@@ -34,6 +36,8 @@ PythonStack::PythonStack() {
 void PythonStack::capture(
     size_t max_frames, const std::function<bool(const std::vector<PythonFrameKey>&)>& visit) const {
   if (!available() || !is_initialized_() || this_thread_state_() == nullptr) return;
+  // Taking the GIL while the interpreter shuts down can hang the thread.
+  if (is_finalizing_ != nullptr && is_finalizing_()) return;
   int gil = ensure_();
   std::vector<PythonFrameKey> frames;
   Ptr frame = get_frame_();  // borrowed

@@ -33,6 +33,7 @@ class PythonStack {
  private:
   using Ptr = void*;
   int (*is_initialized_)() = nullptr;
+  int (*is_finalizing_)() = nullptr;  // Py_IsFinalizing (3.13) or _Py_IsFinalizing
   Ptr (*this_thread_state_)() = nullptr;
   int (*ensure_)() = nullptr;
   void (*release_gil_)(int) = nullptr;

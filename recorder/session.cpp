@@ -167,6 +167,7 @@ void Session::writeManifest(const char* status) {
         {"capture_errors", counts_.capture_errors.load()},
         {"steps", step_.load() + 1},
         {"stacks", stacks_ ? stacks_->distinctStacks() : 0},
+        {"stacks_lost", w.others_lost},
         {"unlinked_evicted", links_.evicted()},
         {"frames", w.frames},
         {"bytes", w.bytes_written}}},

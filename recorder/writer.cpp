@@ -7,7 +7,9 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "format/bytes.h"
 #include "format/frame.h"
+#include "format/record.h"
 
 namespace acc::recorder {
 namespace {
@@ -28,6 +30,17 @@ int writeAll(int fd, const char* data, size_t size) {
     size -= static_cast<size_t>(n);
   }
   return 0;
+}
+
+bool isOpRecord(const std::string& record) {
+  format::RecordCursor cursor(record);
+  format::RecordKind kind;
+  std::string_view body;
+  try {
+    return cursor.next(kind, body) && kind == format::RecordKind::Op;
+  } catch (const format::FormatError&) {
+    return false;
+  }
 }
 
 }  // namespace
@@ -63,7 +76,7 @@ bool Writer::submit(std::unique_ptr<std::string> record) {
     std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
   submitting_.fetch_sub(1, std::memory_order_acq_rel);
-  if (!queued) dropped_.fetch_add(1, std::memory_order_relaxed);
+  if (!queued) (isOpRecord(*record) ? dropped_ : others_lost_).fetch_add(1, std::memory_order_relaxed);
   return queued;
 }
 
@@ -77,7 +90,7 @@ void Writer::run() {
     std::unique_ptr<std::string> item = queue_.tryPop();
     if (item) {
       payload_.append(*item);
-      ++payload_records_;
+      ++(isOpRecord(*item) ? payload_records_ : payload_others_);
     }
     auto now = std::chrono::steady_clock::now();
     bool due = !payload_.empty() && now - last_flush >= kFlushInterval;
@@ -120,6 +133,7 @@ void Writer::flush() {
   }
   if (failed) {
     lost_ += payload_records_;
+    others_lost_ += payload_others_;
   } else {
     written_ += payload_records_;
     frames_ += 1;
@@ -127,6 +141,7 @@ void Writer::flush() {
   }
   payload_.clear();
   payload_records_ = 0;
+  payload_others_ = 0;
 }
 
 void Writer::stop() {
@@ -149,6 +164,7 @@ WriterCounts Writer::counts() const {
   c.records_lost = lost_.load();
   c.frames = frames_.load();
   c.bytes_written = bytes_.load();
+  c.others_lost = others_lost_.load();
   return c;
 }
 

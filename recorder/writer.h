@@ -16,12 +16,14 @@
 
 namespace acc::recorder {
 
+// Op records are counted; other records (stacks) only when they are lost.
 struct WriterCounts {
   uint64_t records_written = 0;
   uint64_t records_dropped = 0;  // queue full in drop mode, or after stop
   uint64_t records_lost = 0;     // encoded but not written (I/O error)
   uint64_t frames = 0;
   uint64_t bytes_written = 0;
+  uint64_t others_lost = 0;  // stack records dropped or not written
 };
 
 class Writer {
@@ -59,10 +61,11 @@ class Writer {
 
   // Writer-thread state.
   std::string payload_;
-  uint64_t payload_records_ = 0;
+  uint64_t payload_records_ = 0;  // op records in payload_
+  uint64_t payload_others_ = 0;
   std::string frame_;
 
-  std::atomic<uint64_t> written_{0}, dropped_{0}, lost_{0}, frames_{0}, bytes_{0};
+  std::atomic<uint64_t> written_{0}, dropped_{0}, lost_{0}, frames_{0}, bytes_{0}, others_lost_{0};
   mutable std::mutex error_mutex_;
   std::string io_error_;
 };

@@ -256,6 +256,9 @@ TEST(Recording, PythonStacksNameTheUserScriptLine) {
   // Stored once per distinct stack: far fewer stacks than records.
   EXPECT_LT(m.rec.stacks.size(), m.rec.records.size() / 2);
   EXPECT_EQ(m.rec.manifest["counts"]["stacks"].get<uint64_t>(), m.rec.stacks.size());
+  // Stack records are not op records: the counts stay those of ops.
+  EXPECT_EQ(m.rec.manifest["counts"]["written"].get<uint64_t>(), m.rec.records.size());
+  EXPECT_EQ(m.rec.manifest["counts"]["stacks_lost"], 0);
 }
 
 TEST(Recording, NativeStacksHaveSymbolizedFrames) {
