@@ -1,6 +1,5 @@
 #include "recorder/tensor_stats.h"
 
-#include <ATen/Parallel.h>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
@@ -12,6 +11,8 @@
 #include <cstring>
 #include <limits>
 #include <vector>
+
+#include "recorder/stats_pool.h"
 
 namespace acc::recorder {
 namespace {
@@ -163,10 +164,8 @@ format::Stats fused(const at::Tensor& t) {
   std::vector<Partial> parts(static_cast<size_t>(chunks));
   // Partials are merged in chunk order, so results do not depend on the
   // number of threads.
-  at::parallel_for(0, chunks, 1, [&](int64_t b, int64_t e) {
-    for (int64_t c = b; c < e; ++c) {
-      scanChunk<T, Bits>(data, c * kGrain, std::min(n, (c + 1) * kGrain), parts[static_cast<size_t>(c)]);
-    }
+  StatsPool::shared().run(chunks, [&](int64_t c) {
+    scanChunk<T, Bits>(data, c * kGrain, std::min(n, (c + 1) * kGrain), parts[static_cast<size_t>(c)]);
   });
   Partial all;
   for (const Partial& p : parts) all.merge(p);
