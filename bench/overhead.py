@@ -1,0 +1,397 @@
+#!/usr/bin/env python3
+"""End-to-end recording overhead of acc on a bundled training script.
+
+Runs the script in fresh subprocesses, first unrecorded, then under
+LD_PRELOAD=libacc.so at each ACC_LEVEL, each configuration --repeats times,
+and prints one row per configuration: median seconds per training step,
+ratio to the unrecorded median and the records the recorder wrote.
+
+Only the training steps are timed, not process start-up or `import torch`:
+examples/resnet_train.py prints `step N loss X time T` for every step; T is
+parsed and step 0 (warm-up) is skipped. A script that prints no step times
+(examples/mlp_train.py) is timed as a whole subprocess instead, and the
+output says so.
+
+  /usr/bin/python3 bench/overhead.py
+  /usr/bin/python3 bench/overhead.py --script examples/mlp_train.py --levels 1
+  /usr/bin/python3 bench/overhead.py --json --keep /tmp/acc-bench
+
+This file needs only the standard library: it may run under any Python 3.
+The training script runs under the Python that can import torch (ACC_PYTHON,
+else the first of python3 on PATH, /usr/bin/python3, /usr/local/bin/python3
+that can; as scripts/find-python.sh). ACC_* variables in the environment
+(ACC_OP_LIST, ACC_PASSES, ...) apply to the recorded runs, except those the
+runner sets itself (ACC_ENABLE, ACC_LEVEL, ACC_OUTPUT_DIR, ACC_QUIET).
+
+Exit status: 0 on success, 2 on a usage error, 1 when a run fails (its
+stderr is shown).
+"""
+import argparse
+import json
+import os
+import re
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_SCRIPT = "examples/resnet_train.py"
+DEFAULT_LIB = os.path.join("build", "lib", "libacc.so")
+STEP_LINE = re.compile(r"^step\s+(\d+)\b.*\btime\s+([0-9.eE+-]+)\s*$")
+RUNNER_VARIABLES = ("ACC_ENABLE", "ACC_LEVEL", "ACC_OUTPUT_DIR", "ACC_QUIET")
+STDERR_TAIL = 60  # lines of a failed run's stderr to show
+
+
+class RunFailed(Exception):
+    pass
+
+
+def usage_error(parser, message):
+    parser.print_usage(sys.stderr)
+    print(f"{parser.prog}: error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def log(message):
+    print(message, file=sys.stderr, flush=True)
+
+
+def find_python():
+    """scripts/find-python.sh: ACC_PYTHON, then the usual names."""
+    candidates = [os.environ.get("ACC_PYTHON", ""), shutil.which("python3") or "",
+                  "/usr/bin/python3", "/usr/local/bin/python3"]
+    for candidate in candidates:
+        if not candidate or not os.access(candidate, os.X_OK):
+            continue
+        probe = subprocess.run([candidate, "-c", "import torch"], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+        if probe.returncode == 0:
+            return candidate
+    return None
+
+
+def torch_info(python):
+    code = ("import json, torch; print(json.dumps({'version': torch.__version__, "
+            "'threads': torch.get_num_threads(), 'interop_threads': torch.get_num_interop_threads()}))")
+    out = subprocess.run([python, "-c", code], capture_output=True, text=True, env=clean_env())
+    if out.returncode != 0:
+        raise RunFailed(f"{python} could not report torch's version:\n{out.stderr}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def without_acc_preload(value):
+    kept = [p for p in re.split(r"[:\s]+", value or "") if p and os.path.basename(p) != "libacc.so"]
+    return ":".join(kept)
+
+
+def clean_env():
+    """The environment of an unrecorded run: no libacc.so preloaded."""
+    env = dict(os.environ)
+    preload = without_acc_preload(env.get("LD_PRELOAD"))
+    if preload:
+        env["LD_PRELOAD"] = preload
+    else:
+        env.pop("LD_PRELOAD", None)
+    return env
+
+
+def parse_levels(text):
+    levels = []
+    for part in text.split(","):
+        part = part.strip()
+        if part not in ("0", "1", "2"):
+            raise ValueError(part)
+        if int(part) not in levels:
+            levels.append(int(part))
+    return levels
+
+
+def read_manifest(out_dir):
+    path = os.path.join(out_dir, "rank0", "manifest.json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def workload_env(args, script_path):
+    """The bundled scripts' options (both sets for a script of another name)."""
+    resnet = {"RESNET_STEPS": str(args.steps), "RESNET_BATCH": str(args.batch), "RESNET_SIZE": str(args.size)}
+    mlp = {"MLP_STEPS": str(args.steps)}
+    name = os.path.basename(script_path)
+    if name == "resnet_train.py":
+        return resnet
+    if name == "mlp_train.py":
+        return mlp
+    return {**resnet, **mlp}
+
+
+def run_once(args, python, script_path, config, run_index, out_root):
+    """Runs the script once; returns (step seconds list or None, wall seconds, manifest)."""
+    env = clean_env()
+    workload = workload_env(args, script_path)
+    env.update(workload)
+    env["PYTHONUNBUFFERED"] = "1"
+    shown_env = [f"{k}={v}" for k, v in workload.items()]
+    out_dir = None
+    if config["level"] is not None:
+        out_dir = os.path.join(out_root, f"{config['name'].replace(' ', '')}-run{run_index}")
+        preload = ":".join(p for p in (args.lib, env.get("LD_PRELOAD", "")) if p)
+        acc = {"LD_PRELOAD": preload, "ACC_ENABLE": "1", "ACC_LEVEL": str(config["level"]),
+               "ACC_OUTPUT_DIR": out_dir, "ACC_QUIET": "1"}
+        env.update(acc)
+        shown_env += [f"{k}={v}" for k, v in acc.items()]
+    label = f"{config['name']} run {run_index + 1}"
+    command = [python, script_path]
+    config["command"] = " ".join(shlex.quote(x) for x in shown_env + command)
+    start = time.perf_counter()
+    try:
+        proc = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO,
+                              timeout=args.timeout)
+    except subprocess.TimeoutExpired as e:
+        stderr = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
+        raise RunFailed(f"{label} timed out after {args.timeout} s\n"
+                        f"command: {config['command']}\n{tail(stderr)}")
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise RunFailed(f"{label} exited with status {proc.returncode}\n"
+                        f"command: {config['command']}\n--- stderr (last {STDERR_TAIL} lines):\n"
+                        f"{tail(proc.stderr)}")
+    steps = {}
+    for line in proc.stdout.splitlines():
+        m = STEP_LINE.match(line.strip())
+        if m:
+            steps[int(m.group(1))] = float(m.group(2))
+    step_times = [t for n, t in sorted(steps.items()) if n != 0] if steps else None
+    if steps and not step_times:
+        raise RunFailed(f"{label}: only the warm-up step printed a time; "
+                        f"use --steps 2 or more")
+    manifest = None
+    if out_dir is not None:
+        manifest = read_manifest(out_dir)
+        if manifest is None:
+            raise RunFailed(f"{label}: the recording has no "
+                            f"rank0/manifest.json (did the recorder start?)\n"
+                            f"command: {config['command']}\n--- stderr:\n{tail(proc.stderr)}")
+        if manifest.get("status") != "complete":
+            raise RunFailed(f"{label}: recording status is "
+                            f"{manifest.get('status')!r}, not 'complete'\n{tail(proc.stderr)}")
+    return step_times, wall, manifest
+
+
+def tail(text):
+    lines = (text or "").rstrip().splitlines()
+    return "\n".join(lines[-STDERR_TAIL:]) if lines else "(empty)"
+
+
+def display_path(path):
+    rel = os.path.relpath(path, REPO)
+    return path if rel.startswith("..") else rel
+
+
+def summarize(config, runs, per_step):
+    row = {"config": config["name"], "level": config["level"], "command": config["command"],
+           "repeats": len(runs)}
+    if per_step:
+        samples = [t for r in runs for t in r["step_times"]]
+        row["metric"] = "seconds_per_step"
+        row["run_medians"] = [statistics.median(r["step_times"]) for r in runs]
+    else:
+        samples = [r["wall"] for r in runs]
+        row["metric"] = "seconds_per_process"
+    row["samples"] = samples
+    row["median"] = statistics.median(samples)
+    row["min"] = min(samples)
+    row["max"] = max(samples)
+    row["process_seconds"] = [r["wall"] for r in runs]
+    if config["level"] is not None:
+        counts = [r["manifest"].get("counts", {}) for r in runs]
+        written = [c.get("written") for c in counts]
+        row["records_written"] = written[-1]
+        row["records_written_all_runs"] = written
+        for key in ("dropped", "capture_errors", "bytes"):
+            row[key] = counts[-1].get(key)
+    else:
+        row["records_written"] = None
+    return row
+
+
+def format_table(rows, per_step):
+    metric = "median s/step" if per_step else "median s/run"
+    header = ["configuration", metric, "min", "max", "ratio", "records written"]
+    lines = []
+    for r in rows:
+        written = "-" if r["records_written"] is None else str(r["records_written"])
+        if r["level"] is not None and len(set(r["records_written_all_runs"])) > 1:
+            written += " (varied: " + ",".join(str(w) for w in r["records_written_all_runs"]) + ")"
+        lines.append([r["config"], f"{r['median']:.4f}", f"{r['min']:.4f}", f"{r['max']:.4f}",
+                      f"{r['ratio']:.2f}x", written])
+    widths = [max(len(h), *(len(l[i]) for l in lines)) for i, h in enumerate(header)]
+    out = []
+    def fmt(cells):
+        # Names left-aligned, numbers right-aligned, no trailing blanks.
+        text = "  ".join(c.ljust(w) if i in (0, len(cells) - 1) else c.rjust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths)))
+        return text.rstrip()
+    out.append(fmt(header))
+    out.append("  ".join("-" * w for w in widths))
+    out.extend(fmt(l) for l in lines)
+    return "\n".join(out)
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(
+        prog="overhead.py",
+        description="Measure acc's recording overhead on a bundled training script.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Example: /usr/bin/python3 bench/overhead.py --levels 0,1 --repeats 5")
+    parser.add_argument("--script", default=DEFAULT_SCRIPT,
+                        help=f"training script, relative to the repo root or absolute (default {DEFAULT_SCRIPT}; "
+                             "or examples/mlp_train.py)")
+    parser.add_argument("--levels", default="0,1,2", help="ACC_LEVEL values to record at (default 0,1,2)")
+    parser.add_argument("--repeats", type=int, default=3, help="runs per configuration (default 3)")
+    parser.add_argument("--steps", type=int, default=4,
+                        help="training steps per run, RESNET_STEPS / MLP_STEPS (default 4; step 0 is not timed)")
+    parser.add_argument("--batch", type=int, default=8, help="RESNET_BATCH (default 8)")
+    parser.add_argument("--size", type=int, default=112, help="RESNET_SIZE, image side (default 112)")
+    parser.add_argument("--lib", help="libacc.so to preload (default ./build/lib/libacc.so in the repo)")
+    parser.add_argument("--keep", metavar="DIR", help="keep the recordings in DIR (new or empty) "
+                                                      "instead of a temporary directory")
+    parser.add_argument("--interleave", action="store_true",
+                        help="run the configurations round-robin (unrecorded, level 0, ..., unrecorded, ...) "
+                             "instead of each one's repeats back to back; steadier ratios on a busy machine")
+    parser.add_argument("--timeout", type=float, default=1800, help="seconds allowed per run (default 1800)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    args = parser.parse_args(argv)
+
+    try:
+        levels = parse_levels(args.levels)
+    except ValueError as e:
+        usage_error(parser, f"--levels: {e} is not 0, 1 or 2 (give a comma-separated list)")
+    if args.repeats < 1:
+        usage_error(parser, "--repeats must be at least 1")
+    if args.steps < 1 or args.batch < 1 or args.size < 1:
+        usage_error(parser, "--steps, --batch and --size must be at least 1")
+    script_path = args.script if os.path.isabs(args.script) else os.path.join(REPO, args.script)
+    if not os.path.isfile(script_path):
+        usage_error(parser, f"--script: {script_path} does not exist")
+    args.lib = os.path.abspath(args.lib) if args.lib else os.path.join(REPO, DEFAULT_LIB)
+    if levels and not os.path.isfile(args.lib):
+        usage_error(parser, f"libacc.so not found at {args.lib}; build acc (scripts/setup.sh) or pass --lib")
+    if args.keep and os.path.exists(args.keep) and (not os.path.isdir(args.keep) or os.listdir(args.keep)):
+        usage_error(parser, f"--keep: {args.keep} exists and is not an empty directory")
+
+    python = find_python()
+    if python is None:
+        log("overhead.py: no Python interpreter can import torch (install python3-torch or set ACC_PYTHON)")
+        return 1
+
+    configs = [{"name": "unrecorded", "level": None}] + \
+              [{"name": f"level {lv}", "level": lv} for lv in levels]
+    passed_acc = sorted(f"{k}={v}" for k, v in os.environ.items()
+                        if k.startswith("ACC_") and k not in RUNNER_VARIABLES and k != "ACC_PYTHON")
+    command_line = " ".join(shlex.quote(x) for x in [sys.executable, os.path.abspath(__file__)] + argv)
+
+    if args.keep:
+        out_root = os.path.abspath(args.keep)
+        os.makedirs(out_root, exist_ok=True)
+    else:
+        out_root = tempfile.mkdtemp(prefix="acc-overhead-")
+    try:
+        try:
+            info = torch_info(python)
+        except RunFailed as e:
+            log(f"overhead.py: {e}")
+            return 1
+        load_start = os.getloadavg()[0]
+        log(f"overhead.py: torch {info['version']} ({python}), {info['threads']} threads; "
+            f"{display_path(script_path)}, {args.repeats} runs per configuration")
+        results = {c["name"]: [] for c in configs}
+        if args.interleave:
+            order = [(c, i) for i in range(args.repeats) for c in configs]
+        else:
+            order = [(c, i) for c in configs for i in range(args.repeats)]
+        for config, i in order:
+            try:
+                step_times, wall, manifest = run_once(args, python, script_path, config, i, out_root)
+            except RunFailed as e:
+                log(f"overhead.py: {e}")
+                return 1
+            results[config["name"]].append({"step_times": step_times, "wall": wall, "manifest": manifest})
+            timing = (f"steps {' '.join(f'{t:.3f}' for t in step_times)} s" if step_times
+                      else f"process {wall:.2f} s")
+            written = "" if manifest is None else f", {manifest['counts'].get('written')} records"
+            log(f"  {config['name']:<10} run {i + 1}/{args.repeats}: {timing}{written}")
+
+        load_end = os.getloadavg()[0]
+        per_step = all(r["step_times"] for runs in results.values() for r in runs)
+        rows = [summarize(c, results[c["name"]], per_step) for c in configs]
+        base = rows[0]["median"]
+        for r in rows:
+            r["ratio"] = r["median"] / base if base > 0 else float("nan")
+
+        timing_note = ("time per training step, parsed from the script's `step N ... time T` lines "
+                       "(step 0, the warm-up, is skipped); process start-up and `import torch` excluded"
+                       if per_step else
+                       "the script prints no step times: each run is timed as a whole subprocess "
+                       "(process start-up, `import torch` and recorder start-up included)")
+        report = {
+            "command": command_line,
+            "script": display_path(script_path),
+            "python": python,
+            "torch_version": info["version"],
+            "torch_threads": info["threads"],
+            "torch_interop_threads": info["interop_threads"],
+            "lib": args.lib if levels else None,
+            "steps": args.steps,
+            "batch": args.batch,
+            "size": args.size,
+            "repeats": args.repeats,
+            "interleaved": args.interleave,
+            "timing": "per_step" if per_step else "whole_process",
+            "timing_note": timing_note,
+            "acc_environment": passed_acc,
+            "cpus": os.cpu_count(),
+            "load_average_start": load_start,
+            "load_average_end": load_end,
+            "recordings": out_root if args.keep else None,
+            "rows": rows,
+        }
+        if args.json:
+            print(json.dumps(report, indent=2))
+        else:
+            print(f"command:    {command_line}")
+            print(f"torch:      {info['version']} ({python}), {info['threads']} threads (torch default), "
+                  f"{info['interop_threads']} inter-op")
+            is_resnet = os.path.basename(script_path) == "resnet_train.py"
+            workload = (f"steps={args.steps} batch={args.batch} size={args.size}" if is_resnet
+                        else f"steps={args.steps}")
+            print(f"workload:   {report['script']} {workload}, {args.repeats} runs per configuration"
+                  + (" (interleaved)" if args.interleave else ""))
+            if levels:
+                print(f"recorder:   LD_PRELOAD={args.lib}"
+                      + (f" with {' '.join(passed_acc)}" if passed_acc else ""))
+            print(f"timing:     {timing_note}")
+            print(f"each run:   {rows[-1]['command']}")
+            print(f"machine:    {os.cpu_count()} CPUs, 1-minute load average {load_start:.2f} at start, "
+                  f"{load_end:.2f} at end (which includes these runs; other processes skew the numbers)")
+            if load_start > 1.0:
+                print("warning:    the machine was busy (1-minute load average above 1 at start): the training uses "
+                      "1-2 cores, so other processes make the medians and ratios unreliable; rerun when idle "
+                      "or use --interleave and more --repeats")
+            if args.keep:
+                print(f"recordings: {out_root}")
+            print()
+            print(format_table(rows, per_step))
+        return 0
+    finally:
+        if not args.keep:
+            shutil.rmtree(out_root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
