@@ -14,6 +14,9 @@ constexpr const char* kUsage =
     "\n"
     "commands:\n"
     "  list DIR [--json] [--stacks]   records in execution order\n"
+    "  compare DIR0 DIR1 [-o OUT]     the op where DIR1 starts to differ from DIR0\n"
+    "  show DIR NAME [--json]         one record: tensors, statistics, stack\n"
+    "  export DIR -o OUT              tensor data as .npy files (level 2)\n"
     "\n"
     "`acc-analyzer COMMAND --help` describes one command.\n"
     "Exit codes: 0 success, 1 divergence found (compare), 2 usage or input error.\n";
@@ -32,6 +35,9 @@ int main(int argc, char** argv) {
   std::string command = argv[1];
   std::vector<std::string> args(argv + 2, argv + argc);
   if (command == "list") return acc::analyzer::listCommand(args);
+  if (command == "compare") return acc::analyzer::compareCommand(args);
+  if (command == "show") return acc::analyzer::showCommand(args);
+  if (command == "export") return acc::analyzer::exportCommand(args);
   std::cerr << "acc-analyzer: unknown command '" << command << "'\n" << kUsage;
   return acc::analyzer::kExitInput;
 }

@@ -9,6 +9,7 @@ packages=(
   build-essential cmake pkg-config binutils
   libtorch-dev python3-torch python3-torchvision python3-numpy
   libunwind-dev libzstd-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev
+  python3-openpyxl chromium
 )
 
 missing=()

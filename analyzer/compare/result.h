@@ -32,6 +32,12 @@ struct TensorMetrics {
   double max_ulp = 0;      // in ULPs of DIR1's dtype
   uint64_t nan_mismatch = 0;  // positions NaN on one side only
   uint64_t inf_mismatch = 0;  // positions +-Inf on one side only (or of other sign)
+  // Level 1 (from_stats): metrics that statistics cannot give (cosine,
+  // max_rel, the within ratios, max_ulp) are NaN; the others are lower
+  // bounds. stat_error is the level-1 error the verdict uses, and
+  // checksum_equal says the contents are bit-identical.
+  double stat_error = 0;
+  bool checksum_equal = false;
 };
 
 struct TensorPair {
@@ -44,6 +50,8 @@ struct TensorPair {
   format::Stats stats0, stats1;
   TensorMetrics metrics;
   Verdict verdict = Verdict::Pass;
+  std::string reason;        // why the verdict, e.g. "rel_l2 1.2e-03 > 1e-04 (float32)"
+  bool uninitialized = false;  // holds uninitialized memory: not judged (docs/METRICS.md)
 };
 
 struct RecordComparison {
@@ -56,7 +64,9 @@ struct RecordComparison {
   int64_t rank = 0;
   uint64_t index0 = 0, index1 = 0;  // execution order in each recording
   bool aligned_by_sequence = false; // matched by sequence alignment, not by name
-  std::vector<std::string> stack0;  // DIR0's stack frames, innermost first
+  std::vector<std::string> stack0;  // DIR0's stack frames, innermost first; filled for
+                                    // records that do not pass (bwd: the forward's stack)
+  std::string location;             // the user's frame in stack0 (first outside torch), or ""
   std::vector<TensorPair> tensors;
   Verdict verdict = Verdict::Pass;
   // Error this record adds over what its inputs already carry (see
@@ -84,6 +94,10 @@ struct CompareResult {
   uint64_t bytes_compared = 0;            // tensor data bytes read from both sides
   double seconds = 0;
   std::vector<std::string> problems;      // damaged input, reported and tolerated
+  std::vector<std::string> notes;         // e.g. a rank only in one recording
+  std::vector<std::string> filters;       // report filters in effect (--only-failed, ...);
+                                          // `records` then holds the matching rows only
+  uint64_t records0 = 0, records1 = 0;    // op records read in each recording
 
   const RecordComparison* firstOrigin() const {
     return origins.empty() ? nullptr : &records[origins.front()];

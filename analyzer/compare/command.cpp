@@ -1,0 +1,377 @@
+// acc-analyzer compare DIR0 DIR1 -o OUT: which op starts the drift.
+#include <malloc.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <sstream>
+
+#include "analyzer/commands.h"
+#include "analyzer/compare/csv_report.h"
+#include "analyzer/compare/engine.h"
+#include "analyzer/compare/origins.h"
+#include "analyzer/compare/progress.h"
+#include "analyzer/compare/report_filter.h"
+#include "analyzer/compare/summary.h"
+#include "analyzer/recording.h"
+#include "analyzer/report_html.h"
+#include "analyzer/report_xlsx.h"
+
+namespace acc::analyzer {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: acc-analyzer compare DIR0 DIR1 [-o OUT] [options]\n"
+    "\n"
+    "Compares two recordings op by op and names the op where they start to\n"
+    "differ. DIR0 is the reference (e.g. CPU or CUDA), DIR1 the device under\n"
+    "test; each is a recording directory (rank*/ folders) or one rank folder.\n"
+    "Records are matched by name within step and rank; where the op sequences\n"
+    "differ (extra, missing or fused ops) the rest is aligned on (op, pass,\n"
+    "shapes). Level-2 recordings are compared element by element, level-1 ones\n"
+    "on their statistics. A record is an ORIGIN when its outputs fail while\n"
+    "its inputs carry at most 1/FACTOR of that error: it adds the error rather\n"
+    "than inheriting it. docs/METRICS.md defines every metric and threshold.\n"
+    "\n"
+    "Output, in OUT (default ./acc_compare): summary.json, report.csv,\n"
+    "report.xlsx, report.html (one row per tensor pair, execution order).\n"
+    "\n"
+    "options:\n"
+    "  -o, --output OUT       report directory (created; files are overwritten)\n"
+    "  --json                 print summary.json on stdout instead of the verdict\n"
+    "  --op-list A,B          compare only ops whose name contains one of these\n"
+    "                         (case-insensitive: relu matches aten::relu_ and\n"
+    "                         ReluBackward0)\n"
+    "  --min-cosine X         report only tensor pairs with cosine < X and list\n"
+    "                         them on the terminal (like precision_tool's vcs -c X)\n"
+    "  --only-failed          report only failing tensor pairs\n"
+    "\n"
+    "thresholds (V: one number for every precision, or a list such as\n"
+    "fp32=1e-4,bf16=0.05; precisions int, bf16, fp16, fp32, fp64; a pair is\n"
+    "judged at the less precise of its two dtypes):\n"
+    "  --fail-rel-l2 V        fail when rel_l2 > V   (default int 0, bf16 0.04,\n"
+    "                         fp16 0.01, fp32 1e-4, fp64 1e-8)\n"
+    "  --warn-rel-l2 V        warn when rel_l2 > V   (bf16 0.01, fp16 2e-3,\n"
+    "                         fp32 1e-5, fp64 1e-10)\n"
+    "  --fail-cosine V        fail when cosine < V   (bf16 0.99, fp16 0.999,\n"
+    "                         fp32 0.9999, fp64 0.999999)\n"
+    "  --warn-cosine V        warn when cosine < V   (bf16 0.999, fp16 0.9999,\n"
+    "                         fp32 0.99999, fp64 0.99999999)\n"
+    "  --warn-within V        warn when the share of elements with a relative\n"
+    "                         error within the bound is < V (fp32 0.999 and\n"
+    "                         fp64 0.9999 within 1/1000; fp16 0.99 and bf16\n"
+    "                         0.95 within 5/1000)\n"
+    "  --fail-max-abs V       fail when max_abs > V  (off by default)\n"
+    "  --fail-max-rel V       fail when max_rel > V  (off by default)\n"
+    "  --fail-ulp V           fail when max_ulp > V  (off by default)\n"
+    "  --small V              zero guard of relative errors (bf16 2^-8, fp16\n"
+    "                         2^-11, fp32 2^-14, fp64 2^-30, int 1)\n"
+    "  --origin-factor F      origin when output error > F x input error (10)\n"
+    "\n"
+    "  --threads N            metric threads (default: one per core)\n"
+    "  --memory-mb N          tensor data held at once (default 512)\n"
+    "  -h, --help             this text\n"
+    "\n"
+    "Exit codes: 0 no divergence (every record passes or warns); 1 divergence\n"
+    "found (a record fails); 2 usage or input error: missing directory, damaged\n"
+    "records file (reported in one line; the readable records are compared and\n"
+    "the reports written).\n";
+
+std::string num(double v, const char* f = "%.3g") {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[40];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string shapeText(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+std::string where(const TensorPair& p) {
+  return std::string(format::roleName(p.role)) + "[" + std::to_string(p.position) +
+         (p.item ? "." + std::to_string(p.item) : "") + "]";
+}
+
+std::string recordTitle(const RecordComparison& r) {
+  std::string s = r.name;
+  if (!r.name1.empty()) s += " (DIR1: " + r.name1 + ")";
+  s += "  step " + std::to_string(r.step) + ", rank " + std::to_string(r.rank);
+  if (r.pass == format::Pass::Backward && !r.grad_fn.empty()) s += ", " + r.grad_fn;
+  return s;
+}
+
+std::string pairLine(const TensorPair& p) {
+  const TensorMetrics& m = p.metrics;
+  std::string s = where(p) + " " + format::dtypeName(p.dtype1) + " " + shapeText(p.shape1) + ": ";
+  if (!m.compared) return s + m.mismatch;
+  if (!p.reason.empty()) s += p.reason + "; ";
+  if (m.from_stats) {
+    s += "statistics: rel_l2 >= " + num(m.rel_l2) + ", max_abs >= " + num(m.max_abs);
+  } else {
+    s += "cosine " + num(m.cosine, "%.7f") + ", max_abs " + num(m.max_abs) + ", max_rel " + num(m.max_rel);
+  }
+  return s;
+}
+
+// The short verdict on the terminal.
+void printVerdict(const CompareResult& r, const CompareCounts& c, const std::vector<std::string>& reports) {
+  const RecordComparison* first = firstDivergence(r);
+  std::ostringstream o;
+  if (!first) {
+    o << "acc-analyzer compare: no divergence: " << c.matched << " records, "
+      << (c.pairs_compared + c.pairs_not_compared) << " tensor pairs (" << c.pairs_compared
+      << " with values compared): " << c.pairs_pass << " pass, " << c.pairs_warn << " warn\n";
+  } else if (first->origin) {
+    o << "acc-analyzer compare: DIVERGENCE, first origin:\n  " << recordTitle(*first) << "\n";
+    for (const TensorPair& p : first->tensors) {
+      if (p.verdict == Verdict::Fail && !consumes(*first, p)) o << "    " << pairLine(p) << "\n";
+    }
+    o << "    adds the error: outputs carry " << num(first->output_error) << ", inputs "
+      << num(first->input_error) << "\n";
+    if (!first->location.empty()) o << "    at " << first->location << "\n";
+    if (r.origins.size() > 1) {
+      o << "  later origins:";
+      size_t shown = 0;
+      for (size_t k = 1; k < r.origins.size() && shown < 5; ++k, ++shown) {
+        const RecordComparison& x = r.records[r.origins[k]];
+        o << (shown ? ", " : " ") << x.name << " (step " << x.step << ")";
+      }
+      if (r.origins.size() > 6) o << " and " << (r.origins.size() - 6) << " more";
+      o << "\n";
+    }
+  } else {
+    o << "acc-analyzer compare: DIVERGENCE, no origin among the recorded ops; first failing record:\n  "
+      << recordTitle(*first) << "\n";
+    for (const TensorPair& p : first->tensors) {
+      if (p.verdict == Verdict::Fail) o << "    " << pairLine(p) << "\n";
+    }
+    std::vector<const UnmatchedRecord*> before = unmatchedBefore(r, *first);
+    if (before.empty()) {
+      o << "    its inputs already differ: the difference enters before it (different input data,\n"
+           "    or ops that were not recorded)\n";
+    } else {
+      o << "    its inputs already differ; records without a partner ran before it:\n";
+      for (const UnmatchedRecord* u : before) {
+        o << "      " << u->name << " (only in " << (u->side == 0 ? "DIR0" : "DIR1") << ")\n";
+      }
+    }
+    if (!first->location.empty()) o << "    at " << first->location << "\n";
+  }
+  o << "  " << c.matched << " records compared: " << c.records_pass << " pass, " << c.records_warn << " warn, "
+    << c.records_fail << " fail; unmatched: " << c.unmatched0 << " only in DIR0, " << c.unmatched1
+    << " only in DIR1\n";
+  if (!reports.empty()) {
+    o << "  reports:";
+    for (const std::string& path : reports) o << " " << path;
+    o << "\n";
+  }
+  std::cout << o.str();
+}
+
+// `vcs -c X`-style listing of the pairs below --min-cosine.
+void printLowCosine(const CompareResult& filtered, double min_cosine) {
+  size_t total = 0;
+  for (const RecordComparison& r : filtered.records) total += r.tensors.size();
+  std::printf("%zu tensor pair(s) with cosine < %.10g:\n", total, min_cosine);
+  size_t shown = 0;
+  for (const RecordComparison& r : filtered.records) {
+    for (const TensorPair& p : r.tensors) {
+      if (shown++ == 20) {
+        std::printf("  ... (all in report.csv)\n");
+        return;
+      }
+      std::printf("  %6llu  %-36s %-12s cosine %s  max_abs %s\n", static_cast<unsigned long long>(r.index0),
+                  r.name.c_str(), where(p).c_str(), num(p.metrics.cosine, "%.6f").c_str(),
+                  num(p.metrics.max_abs).c_str());
+    }
+  }
+}
+
+struct Args {
+  CompareOptions options;
+  std::string out = "acc_compare";
+  bool json = false;
+  ReportFilter filter;
+};
+
+bool parseDouble(const std::string& s, double& v) {
+  char* end = nullptr;
+  v = std::strtod(s.c_str(), &end);
+  return !s.empty() && end == s.c_str() + s.size() && !std::isnan(v);
+}
+
+// Returns an error message, empty when `args` parsed.
+std::string parse(const std::vector<std::string>& argv, Args& a, bool& help) {
+  std::vector<std::string> dirs;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    std::string flag = argv[i], value;
+    bool has_value = false;
+    if (flag.rfind("--", 0) == 0) {
+      size_t eq = flag.find('=');
+      if (eq != std::string::npos) {
+        value = flag.substr(eq + 1);
+        flag = flag.substr(0, eq);
+        has_value = true;
+      }
+    }
+    auto next = [&]() -> std::optional<std::string> {
+      if (has_value) return value;
+      if (i + 1 >= argv.size()) return std::nullopt;
+      return argv[++i];
+    };
+    auto need = [&](std::string& out) -> std::string {
+      auto v = next();
+      if (!v) return flag + " needs a value";
+      out = *v;
+      return "";
+    };
+    std::string v, err;
+    if (flag == "-h" || flag == "--help") {
+      help = true;
+      return "";
+    } else if (flag == "--json") {
+      a.json = true;
+    } else if (flag == "--only-failed") {
+      a.filter.only_failed = true;
+    } else if (flag == "-o" || flag == "--output") {
+      if (!(err = need(a.out)).empty()) return err;
+      if (a.out.empty()) return flag + " needs a directory";
+    } else if (flag == "--op-list") {
+      if (!(err = need(v)).empty()) return err;
+      std::stringstream items(v);
+      std::string item;
+      while (std::getline(items, item, ',')) {
+        if (!item.empty()) a.options.op_list.push_back(item);
+      }
+      if (a.options.op_list.empty()) return "--op-list needs op names, e.g. --op-list relu,conv";
+    } else if (flag == "--min-cosine") {
+      double x;
+      if (!(err = need(v)).empty()) return err;
+      if (!parseDouble(v, x) || x < -1 || x > 1) return "--min-cosine: '" + v + "' is not a number in [-1, 1]";
+      a.filter.min_cosine = x;
+    } else if (flag == "--origin-factor") {
+      double x;
+      if (!(err = need(v)).empty()) return err;
+      if (!parseDouble(v, x) || x < 1) return "--origin-factor: '" + v + "' is not a number >= 1";
+      a.options.thresholds.origin_factor = x;
+    } else if (flag == "--threads") {
+      double x;
+      if (!(err = need(v)).empty()) return err;
+      if (!parseDouble(v, x) || x < 1 || x > 1024 || x != std::floor(x)) return "--threads: '" + v + "' is not 1..1024";
+      a.options.threads = static_cast<unsigned>(x);
+    } else if (flag == "--memory-mb") {
+      double x;
+      if (!(err = need(v)).empty()) return err;
+      if (!parseDouble(v, x) || x < 1 || x != std::floor(x)) return "--memory-mb: '" + v + "' is not a whole number >= 1";
+      a.options.memory_budget = static_cast<uint64_t>(x) << 20;
+    } else if (flag.rfind("--fail-", 0) == 0 || flag.rfind("--warn-", 0) == 0 || flag == "--small") {
+      static const std::pair<const char*, double Limits::*> fields[] = {
+          {"--fail-rel-l2", &Limits::rel_l2_fail},   {"--warn-rel-l2", &Limits::rel_l2_warn},
+          {"--fail-cosine", &Limits::cosine_fail},   {"--warn-cosine", &Limits::cosine_warn},
+          {"--warn-within", &Limits::within_warn},   {"--fail-max-abs", &Limits::max_abs_fail},
+          {"--fail-max-rel", &Limits::max_rel_fail}, {"--fail-ulp", &Limits::max_ulp_fail},
+          {"--small", &Limits::small}};
+      double Limits::*field = nullptr;
+      for (const auto& [name, f] : fields) {
+        if (flag == name) field = f;
+      }
+      if (!field) return "unknown option " + flag;
+      if (!(err = need(v)).empty()) return err;
+      if (!(err = applyOverride(a.options.thresholds, field, v)).empty()) return flag + ": " + err;
+    } else if (!flag.empty() && flag[0] == '-') {
+      return "unknown option " + flag;
+    } else {
+      dirs.push_back(flag);
+    }
+  }
+  if (dirs.size() != 2) return "two recording directories expected (DIR0 DIR1), got " + std::to_string(dirs.size());
+  a.options.dir0 = dirs[0];
+  a.options.dir1 = dirs[1];
+  return "";
+}
+
+}  // namespace
+
+int compareCommand(const std::vector<std::string>& argv) {
+  Args a;
+  bool help = false;
+  std::string error = parse(argv, a, help);
+  if (help) {
+    std::cout << kUsage;
+    return kExitOk;
+  }
+  if (!error.empty()) {
+    std::cerr << "acc-analyzer compare: " << error << "\n\n" << kUsage;
+    return kExitInput;
+  }
+  // Tensor buffers come and go on several threads. Fixing the mmap threshold
+  // (glibc raises it by itself after each large free) returns buffers of 32
+  // MiB and more to the system when freed, so they cannot pile up in
+  // per-thread heaps beyond the memory budget; smaller ones are reused from
+  // the heap without page faults.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  ProgressReporter progress(stderr);
+  a.options.progress = [&](const CompareProgress& p) { progress.update(p); };
+  CompareResult result;
+  try {
+    result = compareRecordings(a.options);
+  } catch (const InputError& e) {
+    progress.finish();
+    std::cerr << "acc-analyzer: " << e.what() << "\n";
+    return kExitInput;
+  }
+  progress.finish();
+  for (const std::string& p : result.problems) std::cerr << "acc-analyzer: " << p << "\n";
+
+  const CompareCounts counts = countResult(result);
+  int exit_code = !result.problems.empty() ? kExitInput : counts.records_fail > 0 ? kExitFound : kExitOk;
+
+  namespace fs = std::filesystem;
+  const fs::path out(a.out);
+  std::error_code ec;
+  fs::create_directories(out, ec);
+  if (ec || !fs::is_directory(out)) {
+    std::cerr << "acc-analyzer: cannot create the report directory " << a.out << ": " << ec.message() << "\n";
+    return kExitInput;
+  }
+  const std::string summary_path = (out / "summary.json").string(), csv_path = (out / "report.csv").string(),
+                    xlsx_path = (out / "report.xlsx").string(), html_path = (out / "report.html").string();
+  SummaryContext context;
+  context.exit_code = exit_code;
+  context.filters = a.filter.describe();
+  context.op_list = a.options.op_list;
+  context.reports = {{"summary", summary_path}, {"csv", csv_path}, {"xlsx", xlsx_path}, {"html", html_path}};
+  const nlohmann::json summary = summaryJson(result, a.options.thresholds, context);
+  const CompareResult shown = a.filter.active() ? filterResult(result, a.filter) : CompareResult();
+  const CompareResult& reported = a.filter.active() ? shown : result;
+  try {
+    {
+      std::ofstream s(summary_path, std::ios::trunc);
+      s << summary.dump(2) << "\n";
+      if (!s) throw std::runtime_error(summary_path + ": cannot write");
+    }
+    writeCsvReport(reported, csv_path);
+    writeXlsxReport(reported, xlsx_path);
+    writeHtmlReport(reported, html_path);
+  } catch (const std::exception& e) {
+    std::cerr << "acc-analyzer: " << e.what() << "\n";
+    return kExitInput;
+  }
+  if (a.json) {
+    std::cout << summary.dump(2) << "\n";
+  } else {
+    if (a.filter.min_cosine) printLowCosine(shown, *a.filter.min_cosine);
+    printVerdict(result, counts, {summary_path, csv_path, xlsx_path, html_path});
+  }
+  std::cout.flush();
+  return exit_code;
+}
+
+}  // namespace acc::analyzer

@@ -1,0 +1,213 @@
+#include "analyzer/compare/engine.h"
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <map>
+#include <thread>
+
+#include "analyzer/compare/align.h"
+#include "analyzer/compare/origins.h"
+#include "analyzer/compare/scan.h"
+#include "analyzer/compare/stream.h"
+
+namespace acc::analyzer {
+namespace {
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::vector<std::string> stackOf(const ScannedRank& rank, uint64_t stack_id) {
+  std::vector<std::string> frames;
+  auto it = rank.stacks.find(stack_id);
+  if (stack_id == 0 || it == rank.stacks.end()) return frames;
+  for (const format::StackFrame& f : it->second.frames) frames.push_back(f.text);
+  return frames;
+}
+
+RecordComparison describe(const RecordMeta& a, const RecordMeta& b, int64_t rank) {
+  RecordComparison rc;
+  rc.name = a.name;
+  if (b.name != a.name) {
+    rc.name1 = b.name;
+    rc.aligned_by_sequence = true;
+  }
+  rc.op = a.op;
+  rc.grad_fn = a.grad_fn;
+  rc.pass = a.pass;
+  rc.step = a.step;
+  rc.rank = rank;
+  rc.index0 = a.index;
+  rc.index1 = b.index;
+  return rc;
+}
+
+UnmatchedRecord unmatched(int side, const RecordMeta& m, int64_t rank) {
+  UnmatchedRecord u;
+  u.side = side;
+  u.name = m.name;
+  u.op = m.op;
+  u.step = m.step;
+  u.rank = rank;
+  u.index = m.index;
+  return u;
+}
+
+// Stacks of the records that do not pass (backward records: their forward
+// op's stack when known: where the user called the op).
+void attachStacks(const ScannedRank& rank, const std::vector<RecordMeta>& metas,
+                  const std::vector<AlignedPair>& pairs, std::vector<RecordComparison>& records) {
+  std::map<std::pair<int64_t, std::string>, uint64_t> forward_stack;
+  for (const RecordMeta& m : metas) {
+    if (m.pass == format::Pass::Forward && m.stack_id) forward_stack[{m.step, m.name}] = m.stack_id;
+  }
+  for (size_t k = 0; k < records.size(); ++k) {
+    RecordComparison& r = records[k];
+    if (r.verdict == Verdict::Pass && !r.origin) continue;
+    const RecordMeta& m = metas[pairs[k].i0];
+    uint64_t id = m.stack_id;
+    if (m.pass == format::Pass::Backward) {
+      // The forward call site names the op; a backward stack only shows
+      // loss.backward().
+      auto it = forward_stack.find({m.step, m.forward_name});
+      if (it != forward_stack.end()) id = it->second;
+    }
+    r.stack0 = stackOf(rank, id);
+    r.location = userLocation(r.stack0);
+  }
+}
+
+}  // namespace
+
+bool opSelected(const std::vector<std::string>& op_list, const std::string& op, const std::string& name,
+                const std::string& grad_fn) {
+  if (op_list.empty()) return true;
+  const std::string a = lower(op), b = lower(name), c = lower(grad_fn);
+  for (const std::string& want : op_list) {
+    const std::string w = lower(want);
+    if (a.find(w) != std::string::npos || b.find(w) != std::string::npos || c.find(w) != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
+CompareResult compareRecordings(const CompareOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  CompareResult result;
+  result.dir0 = options.dir0;
+  result.dir1 = options.dir1;
+  // Pass 1: metadata of both recordings, read in parallel (InputError when
+  // a directory holds no recording at all).
+  std::vector<ScannedRank> side0, side1;
+  CompareProgress progress;
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  scanRecordings(options.dir0, options.dir1, side0, side1, result.problems, [&](uint64_t scanned, uint64_t expected) {
+    if (!options.progress) return;
+    progress.records_scanned = scanned;
+    progress.records_expected = expected;
+    progress.seconds = elapsed();
+    options.progress(progress);
+  });
+  for (const ScannedRank& s : side0) result.records0 += s.records.size();
+  for (const ScannedRank& s : side1) result.records1 += s.records.size();
+
+  // Ranks pair by rank number (and, for several directories of one rank,
+  // in directory order).
+  std::map<std::pair<int64_t, int>, std::pair<ScannedRank*, ScannedRank*>> ranks;
+  std::map<int64_t, int> seen0, seen1;
+  for (ScannedRank& s : side0) ranks[{s.rank.rank, seen0[s.rank.rank]++}].first = &s;
+  for (ScannedRank& s : side1) ranks[{s.rank.rank, seen1[s.rank.rank]++}].second = &s;
+
+  struct RankPlan {
+    ScannedRank* a = nullptr;
+    ScannedRank* b = nullptr;
+    std::vector<AlignedPair> pairs;
+  };
+  std::vector<RankPlan> plans;
+  for (auto& [key, ab] : ranks) {
+    auto [a, b] = ab;
+    const int64_t rank = key.first;
+    if (!a || !b) {
+      const ScannedRank* only = a ? a : b;
+      result.notes.push_back("rank " + std::to_string(rank) + " (" + only->rank.dir + ") is only in " +
+                                (a ? "DIR0" : "DIR1") + "; its records are listed as unmatched");
+      for (const RecordMeta& m : only->records) {
+        if (opSelected(options.op_list, m.op, m.name, m.grad_fn)) result.unmatched.push_back(unmatched(a ? 0 : 1, m, rank));
+      }
+      continue;
+    }
+    Alignment al = alignRank(a->records, b->records);
+    for (std::string& note : al.notes) result.notes.push_back("rank " + std::to_string(rank) + ", " + note);
+    RankPlan plan{a, b, {}};
+    for (const AlignedPair& p : al.pairs) {
+      const RecordMeta& m = a->records[p.i0];
+      if (!opSelected(options.op_list, m.op, m.name, m.grad_fn)) continue;
+      plan.pairs.push_back(p);
+      progress.bytes_total += m.data_bytes + b->records[p.i1].data_bytes;
+    }
+    for (uint32_t i : al.only0) {
+      const RecordMeta& m = a->records[i];
+      if (opSelected(options.op_list, m.op, m.name, m.grad_fn)) result.unmatched.push_back(unmatched(0, m, rank));
+    }
+    for (uint32_t j : al.only1) {
+      const RecordMeta& m = b->records[j];
+      if (opSelected(options.op_list, m.op, m.name, m.grad_fn)) result.unmatched.push_back(unmatched(1, m, rank));
+    }
+    progress.pairs_total += plan.pairs.size();
+    plans.push_back(std::move(plan));
+  }
+
+  // Pass 2: tensor data, streamed, rank pair by rank pair.
+  const unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  StreamCounters counters;
+  progress.scanning = false;
+  const double pass2_start = elapsed();
+  auto tick = [&] {
+    if (!options.progress) return;
+    progress.pairs_done = counters.pairs_done.load();
+    progress.bytes_done = counters.bytes_done.load();
+    progress.seconds = elapsed();
+    progress.comparing_seconds = progress.seconds - pass2_start;
+    options.progress(progress);
+  };
+  for (RankPlan& plan : plans) {
+    std::vector<RecordComparison> records;
+    records.reserve(plan.pairs.size());
+    for (const AlignedPair& p : plan.pairs) {
+      records.push_back(describe(plan.a->records[p.i0], plan.b->records[p.i1], plan.a->rank.rank));
+    }
+    StreamJob job;
+    job.side0 = plan.a;
+    job.side1 = plan.b;
+    job.pairs = &plan.pairs;
+    job.thresholds = &options.thresholds;
+    job.threads = threads;
+    job.memory_budget = options.memory_budget;
+    job.tick = tick;
+    streamCompare(job, records, counters, result.problems);
+    judgeRecords(records, options.thresholds);
+    attachStacks(*plan.a, plan.a->records, plan.pairs, records);
+    for (RecordComparison& r : records) {
+      result.tensors_compared += std::count_if(r.tensors.begin(), r.tensors.end(),
+                                               [](const TensorPair& p) { return p.metrics.compared; });
+      result.records.push_back(std::move(r));
+    }
+  }
+  result.bytes_compared = counters.bytes_done;
+  for (size_t i = 0; i < result.records.size(); ++i) {
+    if (result.records[i].origin) result.origins.push_back(i);
+  }
+  // Execution order across ranks: step, then position in the step.
+  std::stable_sort(result.origins.begin(), result.origins.end(), [&](size_t x, size_t y) {
+    const RecordComparison& a = result.records[x];
+    const RecordComparison& b = result.records[y];
+    return std::tie(a.step, a.index0, a.rank) < std::tie(b.step, b.index0, b.rank);
+  });
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+}  // namespace acc::analyzer

@@ -1,0 +1,48 @@
+// compareRecordings(): the whole comparison of two recordings, without the
+// reports. Two passes over each records file: metadata only (align), then
+// streaming with data (metrics), so memory stays bounded by `memory_budget`
+// whatever the size of the recordings.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "analyzer/compare/result.h"
+#include "analyzer/compare/thresholds.h"
+
+namespace acc::analyzer {
+
+struct CompareProgress {
+  bool scanning = true;                      // pass 1 (metadata), then pass 2 (data)
+  uint64_t records_scanned = 0;              // pass 1: records read from both sides
+  uint64_t records_expected = 0;             // ... according to the manifests (0: unknown)
+  uint64_t pairs_done = 0, pairs_total = 0;  // pass 2: matched records compared
+  uint64_t bytes_done = 0, bytes_total = 0;  // ... tensor data of both sides
+  double seconds = 0;                        // since the start
+  double comparing_seconds = 0;              // since pass 2 started
+};
+
+struct CompareOptions {
+  std::string dir0, dir1;  // DIR0: reference, DIR1: device under test
+  Thresholds thresholds = defaultThresholds();
+  std::vector<std::string> op_list;  // compare only ops containing one of these (case-insensitive)
+  unsigned threads = 0;               // metric workers; 0: one per core
+  uint64_t memory_budget = uint64_t(512) << 20;  // tensor bytes held at once (soft)
+  // Called from the calling thread about ten times a second while the
+  // tensor data are compared.
+  std::function<void(const CompareProgress&)> progress;
+};
+
+// Throws InputError (analyzer/recording.h) when DIR0 or DIR1 holds no
+// recording; damage inside a recording is reported in result.problems and
+// the readable records are compared.
+CompareResult compareRecordings(const CompareOptions& options);
+
+// True when `op_list` is empty or one of its entries is a case-insensitive
+// substring of the record's op, name or autograd node.
+bool opSelected(const std::vector<std::string>& op_list, const std::string& op, const std::string& name,
+                const std::string& grad_fn);
+
+}  // namespace acc::analyzer

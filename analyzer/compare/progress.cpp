@@ -1,0 +1,76 @@
+#include "analyzer/compare/progress.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <string>
+
+namespace acc::analyzer {
+namespace {
+
+constexpr double kBarAfter = 0.5;     // seconds before a bar appears
+constexpr double kLineAfter = 5.0;    // ... before the first progress line (no terminal)
+constexpr double kLineEvery = 5.0;
+
+std::string bytesText(double b) {
+  char buf[32];
+  if (b >= 1e9) std::snprintf(buf, sizeof buf, "%.2f GB", b / 1e9);
+  else if (b >= 1e6) std::snprintf(buf, sizeof buf, "%.1f MB", b / 1e6);
+  else std::snprintf(buf, sizeof buf, "%.0f kB", b / 1e3);
+  return buf;
+}
+
+}  // namespace
+
+ProgressReporter::ProgressReporter(std::FILE* out) : ProgressReporter(out, isatty(fileno(out)) != 0) {}
+ProgressReporter::ProgressReporter(std::FILE* out, bool terminal) : out_(out), terminal_(terminal) {}
+
+void ProgressReporter::update(const CompareProgress& p) {
+  char text[160];
+  double fraction;
+  if (p.scanning) {
+    // Pass 1: reading both recordings' metadata.
+    fraction = p.records_expected ? std::min(1.0, static_cast<double>(p.records_scanned) /
+                                                      static_cast<double>(p.records_expected))
+                                  : 0;
+    std::snprintf(text, sizeof text, "reading records  %llu/%llu",
+                  static_cast<unsigned long long>(p.records_scanned),
+                  static_cast<unsigned long long>(p.records_expected));
+  } else {
+    // Pass 2: comparing tensor data.
+    const bool by_bytes = p.bytes_total > 0;
+    const double done = by_bytes ? static_cast<double>(p.bytes_done) : static_cast<double>(p.pairs_done);
+    const double total = by_bytes ? static_cast<double>(p.bytes_total) : static_cast<double>(p.pairs_total);
+    fraction = total > 0 ? std::min(1.0, done / total) : 1.0;
+    const double rate = p.comparing_seconds > 0 ? static_cast<double>(p.bytes_done) / p.comparing_seconds : 0;
+    std::snprintf(text, sizeof text, "comparing  %llu/%llu records  %s  %s/s",
+                  static_cast<unsigned long long>(p.pairs_done), static_cast<unsigned long long>(p.pairs_total),
+                  bytesText(static_cast<double>(p.bytes_done)).c_str(), bytesText(rate).c_str());
+  }
+  if (terminal_) {
+    if (p.seconds < kBarAfter || p.seconds - last_ < 0.1) return;
+    constexpr int kWidth = 30;
+    const int filled = static_cast<int>(fraction * kWidth);
+    std::string bar(static_cast<size_t>(filled), '#');
+    bar.append(static_cast<size_t>(kWidth - filled), '.');
+    std::fprintf(out_, "\r\033[K[%s] %3.0f%%  %s", bar.c_str(), fraction * 100, text);
+    std::fflush(out_);
+    shown_ = true;
+  } else {
+    if (p.seconds < kLineAfter || (shown_ && p.seconds - last_ < kLineEvery)) return;
+    std::fprintf(out_, "acc-analyzer compare: %3.0f%%  %s\n", fraction * 100, text);
+    std::fflush(out_);
+    shown_ = true;
+  }
+  last_ = p.seconds;
+}
+
+void ProgressReporter::finish() {
+  if (terminal_ && shown_) {
+    std::fprintf(out_, "\r\033[K");
+    std::fflush(out_);
+  }
+  shown_ = false;
+}
+
+}  // namespace acc::analyzer

@@ -1,0 +1,66 @@
+#include "analyzer/compare/report_filter.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace acc::analyzer {
+
+bool ReportFilter::keeps(const TensorPair& p) const {
+  if (only_failed && p.verdict != Verdict::Fail) return false;
+  if (min_cosine) {
+    const TensorMetrics& m = p.metrics;
+    if (p.uninitialized || !m.compared || m.from_stats || std::isnan(m.cosine) || !(m.cosine < *min_cosine)) return false;
+  }
+  return true;
+}
+
+std::vector<std::string> ReportFilter::describe() const {
+  std::vector<std::string> out;
+  if (only_failed) out.push_back("only failing tensor pairs (--only-failed)");
+  if (min_cosine) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "only tensor pairs with cosine < %.10g (--min-cosine)", *min_cosine);
+    out.push_back(buf);
+  }
+  return out;
+}
+
+CompareResult filterResult(const CompareResult& full, const ReportFilter& filter) {
+  CompareResult out;
+  out.dir0 = full.dir0;
+  out.dir1 = full.dir1;
+  out.unmatched = full.unmatched;
+  out.tensors_compared = full.tensors_compared;
+  out.bytes_compared = full.bytes_compared;
+  out.seconds = full.seconds;
+  out.problems = full.problems;
+  out.notes = full.notes;
+  out.records0 = full.records0;
+  out.records1 = full.records1;
+  out.filters = full.filters;
+  for (const std::string& f : filter.describe()) out.filters.push_back(f);
+  std::vector<size_t> new_index(full.records.size(), SIZE_MAX);
+  for (size_t i = 0; i < full.records.size(); ++i) {
+    const RecordComparison& r = full.records[i];
+    RecordComparison copy;
+    bool any = false;
+    for (const TensorPair& p : r.tensors) {
+      if (!filter.keeps(p)) continue;
+      if (!any) {
+        copy = r;
+        copy.tensors.clear();
+        any = true;
+      }
+      copy.tensors.push_back(p);
+    }
+    if (!any) continue;
+    new_index[i] = out.records.size();
+    out.records.push_back(std::move(copy));
+  }
+  for (size_t o : full.origins) {
+    if (new_index[o] != SIZE_MAX) out.origins.push_back(new_index[o]);
+  }
+  return out;
+}
+
+}  // namespace acc::analyzer

@@ -1,0 +1,299 @@
+#include "analyzer/compare/stream.h"
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "analyzer/compare/metrics.h"
+#include "analyzer/compare/tensor_pairs.h"
+#include "format/bytes.h"
+#include "format/frame.h"
+
+namespace acc::analyzer {
+namespace {
+
+// Element pairs longer than this are split into chunks computed by several
+// workers and merged in order (so results do not depend on scheduling).
+constexpr uint64_t kChunkReals = uint64_t(1) << 20;
+constexpr size_t kConvertBlock = 4096;
+
+uint64_t heldBytes(const format::OpRecord& r) {
+  uint64_t n = 256;
+  for (const format::Tensor& t : r.tensors) n += 128 + t.data.size();
+  return n;
+}
+
+struct Job;
+
+struct Task {
+  Job* job = nullptr;
+  int planned = -1;  // -1: every pair that is not chunked
+  uint64_t first = 0, count = 0;
+  size_t partial = 0;  // index into job->partials
+};
+
+struct Job {
+  uint32_t id = 0;
+  format::OpRecord r0, r1;
+  std::vector<PlannedPair> planned;
+  std::vector<MetricAccumulator> partials;
+  std::vector<std::vector<size_t>> partials_of;  // per planned pair: its partials in order
+  std::atomic<int> remaining{0};
+  uint64_t bytes = 0;
+};
+
+class Pipeline {
+ public:
+  Pipeline(const StreamJob& job, std::vector<RecordComparison>& out, StreamCounters& counters)
+      : job_(job), out_(out), counters_(counters) {
+    slots_[0].resize(job.pairs->size());
+    slots_[1].resize(job.pairs->size());
+    compared_.resize(job.pairs->size(), 0);
+  }
+
+  void run(std::vector<std::string>& problems) {
+    std::unordered_map<uint64_t, uint32_t> wanted[2];
+    for (size_t k = 0; k < job_.pairs->size(); ++k) {
+      const AlignedPair& p = (*job_.pairs)[k];
+      wanted[0].emplace(job_.side0->records[p.i0].index, static_cast<uint32_t>(k));
+      wanted[1].emplace(job_.side1->records[p.i1].index, static_cast<uint32_t>(k));
+    }
+    std::vector<std::thread> workers;
+    unsigned n = std::max(1u, job_.threads);
+    for (unsigned i = 0; i < n; ++i) workers.emplace_back([this] { work(); });
+    std::thread r0([&] { read(0, *job_.side0, wanted[0]); });
+    std::thread r1([&] { read(1, *job_.side1, wanted[1]); });
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      while (!(readers_done_ == 2 && tasks_.empty() && jobs_in_flight_ == 0)) {
+        lock.unlock();
+        if (job_.tick) job_.tick();
+        lock.lock();
+        done_cv_.wait_for(lock, std::chrono::milliseconds(100));
+      }
+      stop_ = true;
+    }
+    work_cv_.notify_all();
+    r0.join();
+    r1.join();
+    for (std::thread& t : workers) t.join();
+    if (job_.tick) job_.tick();
+    for (std::string& e : errors_) problems.push_back(std::move(e));
+    const size_t missing = static_cast<size_t>(std::count(compared_.begin(), compared_.end(), 0));
+    if (missing) {
+      problems.push_back(job_.side0->rank.dir + " / " + job_.side1->rank.dir + ": " + std::to_string(missing) +
+                         " matched record(s) could not be read again with their data (files changed?)");
+    }
+  }
+
+ private:
+  void read(int side, const ScannedRank& rank, const std::unordered_map<uint64_t, uint32_t>& wanted) {
+    try {
+      readFile(side, rank, wanted);
+    } catch (const std::exception& e) {
+      std::lock_guard<std::mutex> lock(mu_);
+      errors_.push_back(rank.rank.dir + ": " + e.what());
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++readers_done_;
+    }
+    reader_cv_.notify_all();
+    done_cv_.notify_all();
+  }
+
+  void readFile(int side, const ScannedRank& rank, const std::unordered_map<uint64_t, uint32_t>& wanted) {
+    if (!rank.readable || wanted.empty()) return;
+    format::FrameReader reader((std::filesystem::path(rank.rank.dir) / "records.acc").string());
+    std::vector<char> seen(job_.pairs->size(), 0);
+    std::string payload;
+    while (reader.next(payload)) {
+      format::RecordCursor cursor(payload);
+      format::RecordKind kind;
+      std::string_view body;
+      try {
+        while (cursor.next(kind, body)) {
+          if (kind != format::RecordKind::Op) continue;
+          try {
+            format::ByteReader peek(body);
+            auto it = wanted.find(peek.varint());
+            if (it == wanted.end() || seen[it->second]) continue;
+            format::OpRecord r = format::decodeOp(body, true);
+            seen[it->second] = 1;
+            add(side, it->second, std::move(r));
+          } catch (const format::FormatError&) {
+            // Counted and reported by the metadata pass.
+          }
+        }
+      } catch (const format::FormatError&) {
+      }
+    }
+  }
+
+  // A reader hands over one record; it waits while the budget is exceeded,
+  // unless its record completes a pair or nothing else can free memory.
+  void add(int side, uint32_t id, format::OpRecord&& r) {
+    const uint64_t bytes = heldBytes(r);
+    std::unique_lock<std::mutex> lock(mu_);
+    // The other reader may deliver the partner while this one waits.
+    auto completes = [&] { return slots_[1 - side][id] != nullptr; };
+    while (!completes() && held_ > 0 && held_ + bytes > job_.memory_budget && !mustProceed(side)) {
+      waiting_[side] = true;
+      reader_cv_.notify_all();
+      reader_cv_.wait(lock);
+      waiting_[side] = false;
+    }
+    held_ += bytes;
+    if (!completes()) {
+      slots_[side][id] = std::make_unique<format::OpRecord>(std::move(r));
+      lock.unlock();
+      reader_cv_.notify_all();  // the other reader may hold its partner
+      return;
+    }
+    std::unique_ptr<format::OpRecord> other = std::move(slots_[1 - side][id]);
+    auto job = std::make_unique<Job>();
+    job->id = id;
+    job->bytes = bytes + heldBytes(*other);  // as counted when each was added
+    job->r0 = side == 0 ? std::move(r) : std::move(*other);
+    job->r1 = side == 0 ? std::move(*other) : std::move(r);
+    ++jobs_in_flight_;
+    lock.unlock();
+    other.reset();
+    std::vector<Task> tasks = plan(job.get());
+    lock.lock();
+    for (Task& t : tasks) tasks_.push_back(t);
+    job.release();  // owned by its tasks; the last one deletes it
+    lock.unlock();
+    work_cv_.notify_all();
+  }
+
+  bool mustProceed(int side) const {
+    const int other = 1 - side;
+    return jobs_in_flight_ == 0 && tasks_.empty() && (waiting_[other] || readers_done_ > 0);
+  }
+
+  std::vector<Task> plan(Job* job) {
+    job->planned = planPairs(job->r0, job->r1, *job_.thresholds);
+    job->partials_of.resize(job->planned.size());
+    std::vector<Task> tasks;
+    tasks.push_back(Task{job, -1, 0, 0, 0});
+    for (size_t i = 0; i < job->planned.size(); ++i) {
+      const PlannedPair& p = job->planned[i];
+      if (p.kind != PairKind::Elements || p.reals <= kChunkReals) continue;
+      for (uint64_t first = 0; first < p.reals; first += kChunkReals) {
+        size_t partial = job->partials.size();
+        job->partials.emplace_back();
+        job->partials_of[i].push_back(partial);
+        tasks.push_back(Task{job, static_cast<int>(i), first, std::min(kChunkReals, p.reals - first), partial});
+      }
+    }
+    job->remaining = static_cast<int>(tasks.size());
+    return tasks;
+  }
+
+  void work() {
+    std::vector<double> b(kConvertBlock), t(kConvertBlock);
+    for (;;) {
+      Task task;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        work_cv_.wait(lock, [&] { return stop_ || !tasks_.empty(); });
+        if (tasks_.empty()) return;
+        task = tasks_.front();
+        tasks_.pop_front();
+      }
+      Job* job = task.job;
+      if (task.planned < 0) {
+        for (size_t i = 0; i < job->planned.size(); ++i) {
+          PlannedPair& p = job->planned[i];
+          if (p.kind == PairKind::Stats) {
+            compareStats(p, *job_.thresholds);
+          } else if (p.kind == PairKind::Elements && job->partials_of[i].empty()) {
+            MetricAccumulator acc;
+            accumulate(p, 0, p.reals, acc, b, t);
+            finishElements(p, acc);
+          }
+        }
+      } else {
+        accumulate(job->planned[task.planned], task.first, task.count, job->partials[task.partial], b, t);
+      }
+      if (--job->remaining == 0) finish(job);
+    }
+  }
+
+  static void accumulate(const PlannedPair& p, uint64_t first, uint64_t count, MetricAccumulator& acc,
+                         std::vector<double>& b, std::vector<double>& t) {
+    for (uint64_t at = first; at < first + count; at += kConvertBlock) {
+      size_t n = static_cast<size_t>(std::min<uint64_t>(kConvertBlock, first + count - at));
+      toDouble(p.t0->data.data(), p.t0->dtype, at, n, b.data());
+      toDouble(p.t1->data.data(), p.t1->dtype, at, n, t.data());
+      acc.add(b.data(), t.data(), n, p.params);
+    }
+  }
+
+  void finishElements(PlannedPair& p, const MetricAccumulator& acc) {
+    std::string note = p.pair.metrics.mismatch;
+    p.pair.metrics = acc.finish(p.params);
+    p.pair.metrics.mismatch = note;
+    judge(p.pair, *job_.thresholds);
+  }
+
+  void finish(Job* job) {
+    for (size_t i = 0; i < job->planned.size(); ++i) {
+      if (job->partials_of[i].empty()) continue;
+      MetricAccumulator acc;
+      for (size_t k : job->partials_of[i]) acc.merge(job->partials[k]);
+      finishElements(job->planned[i], acc);
+    }
+    uint64_t data = 0;
+    compared_[job->id] = 1;
+    RecordComparison& rc = out_[job->id];
+    rc.tensors.clear();
+    for (PlannedPair& p : job->planned) {
+      if (p.kind == PairKind::Elements) data += p.t0->data.size() + p.t1->data.size();
+      rc.tensors.push_back(std::move(p.pair));
+    }
+    const uint64_t bytes = job->bytes;
+    delete job;
+    counters_.pairs_done += 1;
+    counters_.bytes_done += data;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      held_ -= bytes;
+      --jobs_in_flight_;
+    }
+    reader_cv_.notify_all();
+    done_cv_.notify_all();
+  }
+
+  const StreamJob& job_;
+  std::vector<RecordComparison>& out_;
+  StreamCounters& counters_;
+  std::mutex mu_;
+  std::condition_variable reader_cv_, work_cv_, done_cv_;
+  std::vector<std::unique_ptr<format::OpRecord>> slots_[2];
+  std::deque<Task> tasks_;
+  uint64_t held_ = 0;
+  int jobs_in_flight_ = 0;
+  int readers_done_ = 0;
+  bool waiting_[2] = {false, false};
+  bool stop_ = false;
+  std::vector<char> compared_;  // per pair, written once by the worker finishing it
+  std::vector<std::string> errors_;
+};
+
+}  // namespace
+
+void streamCompare(const StreamJob& job, std::vector<RecordComparison>& out, StreamCounters& counters,
+                   std::vector<std::string>& problems) {
+  Pipeline pipeline(job, out, counters);
+  pipeline.run(problems);
+}
+
+}  // namespace acc::analyzer

@@ -1,0 +1,41 @@
+// Pass 2 of compare for one pair of ranks: one reader thread per side
+// streams records in file order (decompressing and decoding), matched
+// records meet in a join table, and worker threads compute the metrics.
+// Tensor data are released as soon as their pair is compared; readers wait
+// while more than the memory budget is held.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "analyzer/compare/align.h"
+#include "analyzer/compare/result.h"
+#include "analyzer/compare/scan.h"
+#include "analyzer/compare/thresholds.h"
+
+namespace acc::analyzer {
+
+struct StreamCounters {
+  std::atomic<uint64_t> pairs_done{0};
+  std::atomic<uint64_t> bytes_done{0};
+};
+
+struct StreamJob {
+  const ScannedRank* side0 = nullptr;
+  const ScannedRank* side1 = nullptr;
+  const std::vector<AlignedPair>* pairs = nullptr;  // what to compare
+  const Thresholds* thresholds = nullptr;
+  unsigned threads = 1;
+  uint64_t memory_budget = uint64_t(1) << 30;
+  // Called about every 100 ms from the calling thread while it waits.
+  std::function<void()> tick;
+};
+
+// Fills out[k].tensors (out has one entry per pair, metadata already set).
+// Problems (unreadable records) are appended to `problems`.
+void streamCompare(const StreamJob& job, std::vector<RecordComparison>& out, StreamCounters& counters,
+                   std::vector<std::string>& problems);
+
+}  // namespace acc::analyzer

@@ -1,0 +1,205 @@
+#include "analyzer/compare/summary.h"
+
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+
+namespace acc::analyzer {
+namespace {
+
+constexpr size_t kListed = 1000;  // origins and unmatched records listed at most
+
+// JSON has no NaN or infinity: written as strings; metrics a level-1
+// comparison cannot give are null.
+nlohmann::json number(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return v;
+}
+
+nlohmann::json metric(const TensorMetrics& m, double v) {
+  if (m.from_stats && std::isnan(v)) return nullptr;
+  return number(v);
+}
+
+}  // namespace
+
+CompareCounts countResult(const CompareResult& r) {
+  CompareCounts c;
+  c.matched = r.records.size();
+  for (const UnmatchedRecord& u : r.unmatched) (u.side == 0 ? c.unmatched0 : c.unmatched1)++;
+  for (const RecordComparison& rc : r.records) {
+    (rc.verdict == Verdict::Fail ? c.records_fail : rc.verdict == Verdict::Warn ? c.records_warn : c.records_pass)++;
+    for (const TensorPair& p : rc.tensors) {
+      (p.metrics.compared ? c.pairs_compared : c.pairs_not_compared)++;
+      (p.verdict == Verdict::Fail ? c.pairs_fail : p.verdict == Verdict::Warn ? c.pairs_warn : c.pairs_pass)++;
+    }
+  }
+  return c;
+}
+
+const RecordComparison* firstDivergence(const CompareResult& r) {
+  if (const RecordComparison* o = r.firstOrigin()) return o;
+  const RecordComparison* first = nullptr;
+  for (const RecordComparison& rc : r.records) {
+    if (rc.verdict != Verdict::Fail) continue;
+    if (!first || std::tie(rc.step, rc.index0, rc.rank) < std::tie(first->step, first->index0, first->rank)) {
+      first = &rc;
+    }
+  }
+  return first;
+}
+
+std::vector<const UnmatchedRecord*> unmatchedBefore(const CompareResult& result, const RecordComparison& r,
+                                                    size_t limit) {
+  std::vector<const UnmatchedRecord*> out;
+  for (const UnmatchedRecord& u : result.unmatched) {
+    if (u.rank != r.rank || u.step != r.step) continue;
+    if (u.index < (u.side == 0 ? r.index0 : r.index1)) out.push_back(&u);
+  }
+  std::sort(out.begin(), out.end(), [](const UnmatchedRecord* a, const UnmatchedRecord* b) { return a->index < b->index; });
+  if (out.size() > limit) out.erase(out.begin(), out.end() - static_cast<long>(limit));
+  return out;
+}
+
+nlohmann::json metricsJson(const TensorPair& p) {
+  const TensorMetrics& m = p.metrics;
+  nlohmann::json j = {{"role", format::roleName(p.role)},
+                      {"position", p.position},
+                      {"item", p.item},
+                      {"dtype0", format::dtypeName(p.dtype0)},
+                      {"dtype1", format::dtypeName(p.dtype1)},
+                      {"shape0", p.shape0},
+                      {"shape1", p.shape1},
+                      {"compared", m.compared},
+                      {"verdict", verdictName(p.verdict)}};
+  if (!p.reason.empty()) j["reason"] = p.reason;
+  if (!m.mismatch.empty()) j["mismatch"] = m.mismatch;
+  if (p.uninitialized) j["uninitialized"] = true;
+  if (m.compared) {
+    j["level"] = m.from_stats ? 1 : 2;
+    j["cosine"] = metric(m, m.cosine);
+    j["max_abs"] = metric(m, m.max_abs);
+    j["max_rel"] = metric(m, m.max_rel);
+    j["mean_abs"] = metric(m, m.mean_abs);
+    j["rmse"] = metric(m, m.rmse);
+    j["rel_l2"] = metric(m, m.rel_l2);
+    j["within_1e3"] = metric(m, m.within_1e3);
+    j["within_5e3"] = metric(m, m.within_5e3);
+    j["max_ulp"] = metric(m, m.max_ulp);
+    j["nan_mismatch"] = m.nan_mismatch;
+    j["inf_mismatch"] = m.inf_mismatch;
+    if (m.from_stats) {
+      j["stat_error"] = number(m.stat_error);
+      j["checksum_equal"] = m.checksum_equal;
+    }
+  }
+  return j;
+}
+
+nlohmann::json recordSummaryJson(const RecordComparison& r, bool with_tensors) {
+  nlohmann::json j = {{"name", r.name},
+                      {"op", r.op},
+                      {"pass", format::passName(r.pass)},
+                      {"step", r.step},
+                      {"rank", r.rank},
+                      {"index0", r.index0},
+                      {"index1", r.index1},
+                      {"verdict", verdictName(r.verdict)},
+                      {"origin", r.origin},
+                      {"input_error", number(r.input_error)},
+                      {"output_error", number(r.output_error)},
+                      {"location", r.location}};
+  if (!r.name1.empty()) j["name1"] = r.name1;
+  if (!r.grad_fn.empty()) j["grad_fn"] = r.grad_fn;
+  if (r.aligned_by_sequence) j["aligned_by_sequence"] = true;
+  if (with_tensors) {
+    j["stack"] = r.stack0;
+    nlohmann::json tensors = nlohmann::json::array();
+    for (const TensorPair& p : r.tensors) tensors.push_back(metricsJson(p));
+    j["tensors"] = tensors;
+  }
+  return j;
+}
+
+nlohmann::json thresholdsJson(const Thresholds& t) {
+  nlohmann::json j = nlohmann::json::object();
+  for (size_t i = 0; i < kPrecisions; ++i) {
+    const Limits& l = t.limits[i];
+    j[precisionName(static_cast<Precision>(i))] = {
+        {"rel_l2_warn", number(l.rel_l2_warn)},   {"rel_l2_fail", number(l.rel_l2_fail)},
+        {"cosine_warn", number(l.cosine_warn)},   {"cosine_fail", number(l.cosine_fail)},
+        {l.within_5e3 ? "within_5e3_warn" : "within_1e3_warn", number(l.within_warn)},
+        {"max_abs_fail", number(l.max_abs_fail)}, {"max_rel_fail", number(l.max_rel_fail)},
+        {"max_ulp_fail", number(l.max_ulp_fail)}, {"small", number(l.small)}};
+  }
+  j["origin_factor"] = number(t.origin_factor);
+  return j;
+}
+
+nlohmann::json summaryJson(const CompareResult& r, const Thresholds& t, const SummaryContext& context) {
+  const CompareCounts c = countResult(r);
+  const RecordComparison* first = firstDivergence(r);
+  nlohmann::json j;
+  j["format"] = "acc-compare-summary";
+  j["format_version"] = 1;
+  j["dir0"] = r.dir0;
+  j["dir1"] = r.dir1;
+  j["divergence"] = c.records_fail > 0;
+  j["exit_code"] = context.exit_code;
+  j["counts"] = {{"records0", r.records0},
+                 {"records1", r.records1},
+                 {"matched", c.matched},
+                 {"unmatched0", c.unmatched0},
+                 {"unmatched1", c.unmatched1},
+                 {"records", {{"pass", c.records_pass}, {"warn", c.records_warn}, {"fail", c.records_fail}}},
+                 {"tensor_pairs",
+                  {{"compared", c.pairs_compared},
+                   {"not_compared", c.pairs_not_compared},
+                   {"pass", c.pairs_pass},
+                   {"warn", c.pairs_warn},
+                   {"fail", c.pairs_fail}}},
+                 {"origins", r.origins.size()},
+                 {"bytes_compared", r.bytes_compared},
+                 {"seconds", r.seconds}};
+  if (first) {
+    j["first_divergence"] = recordSummaryJson(*first, true);
+    if (!first->origin) {
+      nlohmann::json before = nlohmann::json::array();
+      for (const UnmatchedRecord* u : unmatchedBefore(r, *first)) {
+        before.push_back({{"only_in", u->side == 0 ? "DIR0" : "DIR1"}, {"name", u->name}, {"index", u->index}});
+      }
+      j["first_divergence"]["unmatched_before"] = before;
+    }
+  } else {
+    j["first_divergence"] = nullptr;
+  }
+  nlohmann::json origins = nlohmann::json::array();
+  for (size_t k = 0; k < r.origins.size() && k < kListed; ++k) {
+    origins.push_back(recordSummaryJson(r.records[r.origins[k]], false));
+  }
+  j["origins"] = origins;
+  nlohmann::json unmatched = nlohmann::json::array();
+  for (size_t k = 0; k < r.unmatched.size() && k < kListed; ++k) {
+    const UnmatchedRecord& u = r.unmatched[k];
+    unmatched.push_back({{"only_in", u.side == 0 ? "DIR0" : "DIR1"},
+                         {"name", u.name},
+                         {"op", u.op},
+                         {"step", u.step},
+                         {"rank", u.rank},
+                         {"index", u.index}});
+  }
+  j["unmatched"] = unmatched;
+  if (r.origins.size() > kListed || r.unmatched.size() > kListed) {
+    j["listed_at_most"] = kListed;
+  }
+  j["thresholds"] = thresholdsJson(t);
+  j["op_list"] = context.op_list;
+  j["filters"] = context.filters;
+  j["problems"] = r.problems;
+  j["notes"] = r.notes;
+  j["reports"] = context.reports;
+  return j;
+}
+
+}  // namespace acc::analyzer

@@ -1,0 +1,43 @@
+// summary.json: the machine-readable outcome of a comparison.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "analyzer/compare/result.h"
+#include "analyzer/compare/thresholds.h"
+
+namespace acc::analyzer {
+
+struct SummaryContext {
+  int exit_code = 0;
+  std::vector<std::string> filters;  // report filters in effect
+  std::vector<std::string> op_list;  // compare's --op-list
+  nlohmann::json reports = nlohmann::json::object();  // kind -> path
+};
+
+// Counts of the whole comparison.
+struct CompareCounts {
+  uint64_t matched = 0, unmatched0 = 0, unmatched1 = 0;
+  uint64_t records_pass = 0, records_warn = 0, records_fail = 0;
+  uint64_t pairs_compared = 0, pairs_not_compared = 0, pairs_pass = 0, pairs_warn = 0, pairs_fail = 0;
+};
+CompareCounts countResult(const CompareResult& r);
+
+// The record a divergence is reported at: the first origin, else the first
+// failing record (its error entered before any recorded op), else nullptr.
+const RecordComparison* firstDivergence(const CompareResult& r);
+
+// Unmatched records of the same rank and step that ran before `r` (at most
+// `limit`, the closest last): where a difference may enter when `r` is not
+// an origin.
+std::vector<const UnmatchedRecord*> unmatchedBefore(const CompareResult& result, const RecordComparison& r,
+                                                    size_t limit = 3);
+
+nlohmann::json metricsJson(const TensorPair& p);
+nlohmann::json recordSummaryJson(const RecordComparison& r, bool with_tensors);
+nlohmann::json thresholdsJson(const Thresholds& t);
+nlohmann::json summaryJson(const CompareResult& r, const Thresholds& t, const SummaryContext& context);
+
+}  // namespace acc::analyzer

@@ -1,0 +1,17 @@
+// Text for XML and HTML documents (report.xlsx parts, report.html): escaped,
+// valid UTF-8, no characters XML forbids.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace acc::analyzer {
+
+// Escapes & < > " ' and replaces invalid UTF-8 and control characters other
+// than tab, newline and carriage return with U+FFFD.
+std::string escapeMarkup(std::string_view text);
+
+// "%.6g", or nan / inf / -inf.
+std::string shortNumber(double v);
+
+}  // namespace acc::analyzer

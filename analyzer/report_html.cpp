@@ -1,0 +1,316 @@
+#include "analyzer/report_html.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <iterator>
+#include <fstream>
+#include <stdexcept>
+
+#include "analyzer/compare/columns.h"
+#include "analyzer/markup.h"
+#include "analyzer/record_error.h"
+#include "analyzer/report_html_assets.h"
+#include "analyzer/report_plot.h"
+
+namespace acc::analyzer {
+namespace {
+
+constexpr size_t kStackPreview = 5;     // frames shown in the verdict
+constexpr size_t kMaxListed = 500;      // later origins, unmatched records
+
+std::string esc(std::string_view s) { return escapeMarkup(s); }
+std::string tensorLabel(const TensorPair& p) {
+  return std::string(format::roleName(p.role)) + "[" + std::to_string(p.position) +
+         (p.item ? "." + std::to_string(p.item) : "") + "]";
+}
+std::string shapeText(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+// JSON inside <script>: no '<', '>' or '&' outside escapes, so nothing can
+// close the element.
+std::string scriptJson(const nlohmann::json& j) {
+  std::string text = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), out;
+  out.reserve(text.size());
+  for (char c : text) {
+    if (c == '<') out += "\\u003c";
+    else if (c == '>') out += "\\u003e";
+    else if (c == '&') out += "\\u0026";
+    else out += c;
+  }
+  return out;
+}
+
+nlohmann::json cellJson(const std::string& text, ColumnType type) {
+  if (text.empty()) return nullptr;
+  if (type != ColumnType::Text) {
+    errno = 0;
+    char* end = nullptr;
+    double v = std::strtod(text.c_str(), &end);
+    if (errno == 0 && end == text.c_str() + text.size() && std::isfinite(v)) return v;
+  }
+  return text;
+}
+
+std::string bytesText(uint64_t bytes) {
+  const char* units[] = {"bytes", "kB", "MB", "GB", "TB"};
+  double v = static_cast<double>(bytes);
+  size_t u = 0;
+  while (v >= 1000 && u + 1 < std::size(units)) v /= 1000, ++u;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u ? "%.3g %s" : "%.0f %s", v, units[u]);
+  return buf;
+}
+
+std::string secondsText(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g s", s);
+  return buf;
+}
+
+struct Counts {
+  size_t pairs = 0, pairs_fail = 0, pairs_warn = 0, records_fail = 0, records_warn = 0;
+};
+
+Counts count(const CompareResult& result) {
+  Counts c;
+  for (const RecordComparison& r : result.records) {
+    c.records_fail += r.verdict == Verdict::Fail;
+    c.records_warn += r.verdict == Verdict::Warn;
+    for (const TensorPair& p : r.tensors) {
+      ++c.pairs;
+      c.pairs_fail += p.verdict == Verdict::Fail;
+      c.pairs_warn += p.verdict == Verdict::Warn;
+    }
+  }
+  return c;
+}
+
+std::string metricsRows(const TensorPair& p) {
+  const TensorMetrics& m = p.metrics;
+  std::string s = "<tr><th>worst tensor</th><td>" + esc(tensorLabel(p)) + " " + format::dtypeName(p.dtype0) +
+                  " / " + format::dtypeName(p.dtype1) + " " + esc(shapeText(p.shape0)) + " (" +
+                  verdictName(p.verdict) + (m.from_stats ? ", compared on statistics" : "") + ")</td></tr>";
+  s += "<tr><th>metrics</th><td>cosine " + shortNumber(m.cosine) + " &middot; max_abs " + shortNumber(m.max_abs) +
+       " &middot; max_rel " + shortNumber(m.max_rel) + " &middot; rel_l2 " + shortNumber(m.rel_l2) +
+       " &middot; within 1e-3 " + shortNumber(m.within_1e3) + " &middot; max_ulp " + shortNumber(m.max_ulp);
+  if (m.nan_mismatch || m.inf_mismatch) {
+    s += " &middot; NaN mismatches " + std::to_string(m.nan_mismatch) + ", Inf mismatches " +
+         std::to_string(m.inf_mismatch);
+  }
+  return s + "</td></tr>";
+}
+
+std::string verdictSection(const CompareResult& result, const Counts& c) {
+  const RecordComparison* focus = focusRecord(result);
+  const char* cls = focus ? "fail" : c.pairs_warn ? "warn" : "pass";
+  std::string s = std::string("<section id=\"verdict\" class=\"") + cls + "\">";
+  if (focus == nullptr) {
+    s += c.pairs_warn ? "<h2>No divergence: " + std::to_string(c.pairs_warn) + " tensor pair(s) with warnings</h2>"
+                      : std::string("<h2>No divergence: every tensor pair passes</h2>");
+  } else {
+    s += std::string("<h2>") + (focus->origin ? "Divergence starts at " : "Divergence without a clear origin; first failing record: ") +
+         "<span class=\"headline-name\">" + esc(focus->name) + "</span></h2><table class=\"kv\">";
+    s += "<tr><th>op</th><td><code>" + esc(focus->op) + "</code>" +
+         (focus->grad_fn.empty() ? "" : " (" + esc(focus->grad_fn) + ")") + "</td></tr>";
+    s += "<tr><th>where</th><td>" + std::string(format::passName(focus->pass)) + " pass, step " +
+         std::to_string(focus->step) + ", rank " + std::to_string(focus->rank) + ", record " +
+         std::to_string(focus->index0) + " in DIR0, " + std::to_string(focus->index1) + " in DIR1</td></tr>";
+    if (const TensorPair* worst = worstPair(*focus)) s += metricsRows(*worst);
+    s += "<tr><th>error added</th><td>inputs " + shortNumber(focus->input_error) + " &rarr; outputs " +
+         shortNumber(focus->output_error) + "</td></tr></table>";
+    if (!focus->stack0.empty()) {
+      s += "<div>called from:</div><ol class=\"stack\">";
+      for (size_t i = 0; i < focus->stack0.size() && i < kStackPreview; ++i) s += "<li>" + esc(focus->stack0[i]) + "</li>";
+      s += "</ol>";
+      if (focus->stack0.size() > kStackPreview) s += "<div class=\"note\">full stack below</div>";
+    }
+  }
+  s += "<div class=\"counts\">" + std::to_string(result.records.size()) + " records compared (" +
+       std::to_string(c.records_fail) + " fail, " + std::to_string(c.records_warn) + " warn), " +
+       std::to_string(c.pairs) + " tensor pairs (" + std::to_string(c.pairs_fail) + " fail, " +
+       std::to_string(c.pairs_warn) + " warn), " + std::to_string(result.origins.size()) + " origin(s), " +
+       std::to_string(result.unmatched.size()) + " unmatched record(s); " +
+       bytesText(result.bytes_compared) + " of tensor data in " +
+       secondsText(result.seconds) + "</div>";
+  if (!result.problems.empty()) {
+    s += "<div class=\"counts\"><b>" + std::to_string(result.problems.size()) +
+         " problem(s) reading the recordings</b>: see <a href=\"#problems\">below</a></div>";
+  }
+  return s + "</section>";
+}
+
+std::string plotSection(const CompareResult& result) {
+  return "<section id=\"plot\"><h2>Error along execution order</h2>" + errorPlotSvg(result) +
+         "<div class=\"note\">Each mark is a record: the relative L2 error (max relative error, or 1 &minus; cosine, "
+         "when that is all that is known) of the worst tensor the record produces (outputs; for backward records the "
+         "gradients of the forward op's inputs). Hover for details; click to show its rows in the table.</div></section>";
+}
+
+std::string preciseNumber(double v) {
+  if (!std::isfinite(v)) return shortNumber(v);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+// DIR0's value and DIR1's, the latter marked when it differs; with more
+// digits when 6 do not show the difference.
+std::string statCells(double v0, double v1) {
+  bool same = v0 == v1 || (std::isnan(v0) && std::isnan(v1));
+  std::string a = shortNumber(v0), b = shortNumber(v1);
+  if (!same && a == b) a = preciseNumber(v0), b = preciseNumber(v1);
+  return "<td class=\"num\">" + a + "</td><td class=\"num d1" + (same ? "" : " differs") + "\">" + b + "</td>";
+}
+
+std::string statsTable(const RecordComparison& r) {
+  std::string s =
+      "<table class=\"data stats\"><thead><tr><th rowspan=\"2\">tensor</th><th rowspan=\"2\">verdict</th>"
+      "<th rowspan=\"2\">dtype</th><th rowspan=\"2\">shape</th>";
+  for (const char* name : {"min", "max", "mean", "norm", "nan", "inf"}) s += std::string("<th colspan=\"2\">") + name + "</th>";
+  s += "<th rowspan=\"2\">cosine</th><th rowspan=\"2\">rel_l2</th><th rowspan=\"2\">max_abs</th></tr><tr>";
+  for (int i = 0; i < 6; ++i) s += "<th>DIR0</th><th>DIR1</th>";
+  s += "</tr></thead><tbody>";
+  for (const TensorPair& p : r.tensors) {
+    const format::Stats &a = p.stats0, &b = p.stats1;
+    s += std::string("<tr class=\"") + verdictName(p.verdict) + "\"><td>" + esc(tensorLabel(p)) + "</td><td>" +
+         verdictName(p.verdict) + "</td><td>" + format::dtypeName(p.dtype0) + " / " + format::dtypeName(p.dtype1) +
+         "</td><td>" + esc(shapeText(p.shape0)) + (p.shape0 == p.shape1 ? "" : " / " + esc(shapeText(p.shape1))) + "</td>";
+    if (p.has_stats0 && p.has_stats1) {
+      s += statCells(a.min, b.min) + statCells(a.max, b.max) + statCells(a.mean, b.mean) + statCells(a.norm, b.norm) +
+           statCells(static_cast<double>(a.nan_count), static_cast<double>(b.nan_count)) +
+           statCells(static_cast<double>(a.inf_count), static_cast<double>(b.inf_count));
+    } else {
+      s += "<td colspan=\"12\" class=\"note\">no statistics (recorded at level 0)</td>";
+    }
+    const TensorMetrics& m = p.metrics;
+    if (m.compared) {
+      s += "<td class=\"num\">" + shortNumber(m.cosine) + "</td><td class=\"num\">" + shortNumber(m.rel_l2) +
+           "</td><td class=\"num\">" + shortNumber(m.max_abs) + "</td>";
+    } else {
+      s += "<td colspan=\"3\">" + esc(m.mismatch) + "</td>";
+    }
+    s += "</tr>";
+  }
+  return s + "</tbody></table>";
+}
+
+std::string originsTable(const CompareResult& result) {
+  std::string s = "<h3>All origins (" + std::to_string(result.origins.size()) +
+                  ")</h3><table class=\"data\"><thead><tr><th>name</th><th>op</th><th>pass</th><th>step</th>"
+                  "<th>rank</th><th>worst tensor</th><th>rel_l2</th><th>cosine</th><th>called from</th></tr></thead><tbody>";
+  for (size_t k = 0; k < result.origins.size() && k < kMaxListed; ++k) {
+    if (result.origins[k] >= result.records.size()) continue;
+    const RecordComparison& r = result.records[result.origins[k]];
+    const TensorPair* w = worstPair(r);
+    s += "<tr><td>" + esc(r.name) + "</td><td>" + esc(r.op) + (r.grad_fn.empty() ? "" : " (" + esc(r.grad_fn) + ")") +
+         "</td><td>" + format::passName(r.pass) + "</td><td>" +
+         std::to_string(r.step) + "</td><td>" + std::to_string(r.rank) + "</td><td>" + (w ? esc(tensorLabel(*w)) : "") +
+         "</td><td class=\"num\">" + (w ? shortNumber(w->metrics.rel_l2) : "") + "</td><td class=\"num\">" +
+         (w ? shortNumber(w->metrics.cosine) : "") + "</td><td><code>" + esc(r.stack0.empty() ? "" : r.stack0.front()) +
+         "</code></td></tr>";
+  }
+  s += "</tbody></table>";
+  if (result.origins.size() > kMaxListed) s += "<div class=\"note\">first " + std::to_string(kMaxListed) + " shown; all are in report.xlsx</div>";
+  return s;
+}
+
+std::string focusSection(const CompareResult& result) {
+  const RecordComparison* focus = focusRecord(result);
+  if (focus == nullptr) return "";
+  std::string s = "<section id=\"origin\"><h2>" + std::string(focus->origin ? "Origin" : "First failing record") +
+                  ": " + esc(focus->name) + "</h2><h3>Statistics, DIR0 (reference) beside DIR1 (tested)</h3>" +
+                  statsTable(*focus) + "<h3>Stack (DIR0)</h3>";
+  if (focus->stack0.empty()) {
+    s += "<div class=\"note\">no stack recorded (record with ACC_STACK=python, native or both)</div>";
+  } else {
+    s += "<ol class=\"stack\">";
+    for (const std::string& frame : focus->stack0) s += "<li>" + esc(frame) + "</li>";
+    s += "</ol>";
+  }
+  if (result.origins.size() > 1) s += originsTable(result);
+  return s + "</section>";
+}
+
+void writeTableSection(const CompareResult& result, std::ostream& out) {
+  const std::vector<Column>& columns = reportColumns();
+  nlohmann::json names = nlohmann::json::array(), types = nlohmann::json::array();
+  for (const Column& c : columns) {
+    names.push_back(c.name);
+    types.push_back(c.type == ColumnType::Text ? "t" : c.type == ColumnType::Integer ? "i" : "n");
+  }
+  out << "<section id=\"table\"><h2>Tensor pairs</h2><div class=\"controls\">"
+         "<input type=\"search\" id=\"pairs-filter\" placeholder=\"filter by name or op\">"
+         "<select id=\"pairs-verdict\"><option value=\"\">all verdicts</option><option value=\"notpass\">fail and warn"
+         "</option><option value=\"fail\">fail</option><option value=\"warn\">warn</option><option value=\"pass\">pass"
+         "</option></select><button id=\"pairs-prev\">&larr; previous</button><button id=\"pairs-next\">next &rarr;"
+         "</button><span id=\"pairs-info\" class=\"note\"></span><span class=\"note\">click a column header to sort"
+         "</span></div><noscript><p class=\"note\">The table needs JavaScript; report.csv holds the same rows.</p>"
+         "</noscript><div class=\"table-wrap\"><table id=\"pairs\" class=\"data\"><thead><tr></tr></thead><tbody>"
+         "</tbody></table></div>"
+      << "<script type=\"application/json\" id=\"pairs-data\">{\"columns\":" << scriptJson(names)
+      << ",\"types\":" << scriptJson(types) << ",\"rows\":[";
+  bool first = true;
+  for (const RecordComparison& r : result.records) {
+    for (const TensorPair& p : r.tensors) {
+      std::vector<std::string> row = reportRow(r, p);
+      nlohmann::json cells = nlohmann::json::array();
+      for (size_t i = 0; i < row.size() && i < columns.size(); ++i) cells.push_back(cellJson(row[i], columns[i].type));
+      out << (first ? "" : ",") << scriptJson(cells);
+      first = false;
+    }
+  }
+  out << "]}</script></section>";
+}
+
+std::string unmatchedSection(const CompareResult& result) {
+  if (result.unmatched.empty()) return "";
+  std::string s = "<section id=\"unmatched\"><h2>Unmatched records (" + std::to_string(result.unmatched.size()) +
+                  ")</h2><table class=\"data\"><thead><tr><th>only in</th><th>name</th><th>op</th><th>step</th>"
+                  "<th>rank</th><th>index</th></tr></thead><tbody>";
+  for (size_t i = 0; i < result.unmatched.size() && i < kMaxListed; ++i) {
+    const UnmatchedRecord& u = result.unmatched[i];
+    s += std::string("<tr><td>") + (u.side == 0 ? "DIR0" : "DIR1") + "</td><td>" + esc(u.name) + "</td><td>" +
+         esc(u.op) + "</td><td>" + std::to_string(u.step) + "</td><td>" + std::to_string(u.rank) + "</td><td>" +
+         std::to_string(u.index) + "</td></tr>";
+  }
+  s += "</tbody></table>";
+  if (result.unmatched.size() > kMaxListed) s += "<div class=\"note\">first " + std::to_string(kMaxListed) + " shown; all are in report.xlsx</div>";
+  return s + "</section>";
+}
+
+std::string problemsSection(const CompareResult& result) {
+  if (result.problems.empty()) return "";
+  std::string s = "<section id=\"problems\"><h2>Problems reading the recordings</h2><ul>";
+  for (const std::string& p : result.problems) s += "<li>" + esc(p) + "</li>";
+  return s + "</ul></section>";
+}
+
+}  // namespace
+
+void writeHtmlReport(const CompareResult& result, const std::string& path) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw std::runtime_error(path + ": cannot create file");
+  Counts c = count(result);
+  const RecordComparison* focus = focusRecord(result);
+  std::string title = focus ? "divergence at " + focus->name : "no divergence";
+  out << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>acc compare: "
+      << esc(title) << "</title><style>" << kReportCss << "</style></head><body><main><header><h1>acc compare</h1>"
+      << "<div class=\"dirs\">DIR0 (reference): <code>" << esc(result.dir0) << "</code> &middot; DIR1 (tested): <code>"
+      << esc(result.dir1) << "</code></div></header>"
+      << verdictSection(result, c) << plotSection(result) << focusSection(result);
+  writeTableSection(result, out);
+  out << unmatchedSection(result) << problemsSection(result) << "<script>" << kReportJs
+      << "</script></main></body></html>\n";
+  out.close();
+  if (out.fail()) throw std::runtime_error(path + ": write error");
+}
+
+}  // namespace acc::analyzer

@@ -1,0 +1,16 @@
+// The HTML report's plot: an inline SVG of each record's error (recordError,
+// log10) along execution order; forward records as blue circles, backward
+// records as orange squares, origins as red dashed lines.
+#pragma once
+
+#include <string>
+
+#include "analyzer/compare/result.h"
+
+namespace acc::analyzer {
+
+// One element with class "mark" per record, one with class "origin-marker"
+// per origin (the first also has class "first").
+std::string errorPlotSvg(const CompareResult& result);
+
+}  // namespace acc::analyzer

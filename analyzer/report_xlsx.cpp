@@ -1,0 +1,129 @@
+#include "analyzer/report_xlsx.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <stdexcept>
+
+#include "analyzer/compare/columns.h"
+#include "analyzer/record_error.h"
+#include "analyzer/xlsx_workbook.h"
+
+namespace acc::analyzer {
+namespace {
+
+XlsxStyle rowStyle(Verdict v, bool bold) {
+  switch (v) {
+    case Verdict::Fail: return bold ? XlsxStyle::FailBold : XlsxStyle::Fail;
+    case Verdict::Warn: return bold ? XlsxStyle::WarnBold : XlsxStyle::Warn;
+    case Verdict::Pass: break;
+  }
+  return bold ? XlsxStyle::Bold : XlsxStyle::Normal;
+}
+
+// Numeric columns hold numbers; "nan", "inf" and empty cells stay text/empty.
+XlsxCell cell(const std::string& text, ColumnType type) {
+  if (type != ColumnType::Text && !text.empty()) {
+    errno = 0;
+    char* end = nullptr;
+    double v = std::strtod(text.c_str(), &end);
+    if (errno == 0 && end == text.c_str() + text.size() && std::isfinite(v)) return XlsxCell::num(v);
+  }
+  return XlsxCell::str(text);
+}
+
+double columnWidth(const std::string& name, ColumnType type) {
+  if (name == "name") return 34;
+  if (name == "op") return 24;
+  if (name == "mismatch") return 30;
+  if (name.rfind("shape", 0) == 0) return 14;
+  if (name == "dtype0" || name == "dtype1") return 10;
+  if (type == ColumnType::Number) return 12;
+  return 9;
+}
+
+XlsxSheet tensorSheet(const CompareResult& result) {
+  XlsxSheet sheet("tensors");
+  const std::vector<Column>& columns = reportColumns();
+  std::vector<XlsxCell> header;
+  std::vector<double> widths;
+  for (const Column& c : columns) {
+    header.push_back(XlsxCell::str(c.name));
+    widths.push_back(columnWidth(c.name, c.type));
+  }
+  sheet.setColumnWidths(widths);
+  sheet.freeze(1, 2);  // header row; index and name stay visible when scrolling right
+  sheet.autoFilter();
+  sheet.addRow(header, XlsxStyle::Header);
+  std::vector<XlsxCell> cells(columns.size());
+  for (const RecordComparison& r : result.records) {
+    for (const TensorPair& p : r.tensors) {
+      std::vector<std::string> row = reportRow(r, p);
+      for (size_t i = 0; i < columns.size() && i < row.size(); ++i) cells[i] = cell(row[i], columns[i].type);
+      sheet.addRow(cells, rowStyle(p.verdict, r.origin));
+    }
+  }
+  return sheet;
+}
+
+XlsxSheet originSheet(const CompareResult& result) {
+  XlsxSheet sheet("origins");
+  std::vector<XlsxCell> header;
+  for (const char* name : {"name", "op", "pass", "step", "rank", "index", "worst tensor", "cosine", "max_abs",
+                           "max_rel", "rel_l2", "input_error", "output_error", "verdict", "stack top frame"}) {
+    header.push_back(XlsxCell::str(name));
+  }
+  sheet.setColumnWidths({34, 24, 6, 6, 6, 8, 14, 12, 12, 12, 12, 12, 12, 8, 70});
+  sheet.freeze(1, 1);
+  sheet.autoFilter();
+  sheet.addRow(header, XlsxStyle::Header);
+  for (size_t index : result.origins) {
+    if (index >= result.records.size()) continue;
+    const RecordComparison& r = result.records[index];
+    const TensorPair* worst = worstPair(r);
+    auto metric = [&](double TensorMetrics::*field) {
+      return worst ? XlsxCell::num(worst->metrics.*field) : XlsxCell();
+    };
+    std::string tensor;
+    if (worst) {
+      tensor = std::string(format::roleName(worst->role)) + "[" + std::to_string(worst->position) +
+               (worst->item ? "." + std::to_string(worst->item) : "") + "]";
+    }
+    sheet.addRow({XlsxCell::str(r.name), XlsxCell::str(r.op), XlsxCell::str(format::passName(r.pass)),
+                  XlsxCell::num(static_cast<double>(r.step)), XlsxCell::num(static_cast<double>(r.rank)),
+                  XlsxCell::num(static_cast<double>(r.index0)), XlsxCell::str(tensor),
+                  metric(&TensorMetrics::cosine), metric(&TensorMetrics::max_abs), metric(&TensorMetrics::max_rel),
+                  metric(&TensorMetrics::rel_l2), XlsxCell::num(r.input_error), XlsxCell::num(r.output_error),
+                  XlsxCell::str(verdictName(r.verdict)), XlsxCell::str(r.stack0.empty() ? "" : r.stack0.front())},
+                 rowStyle(r.verdict, false));
+  }
+  return sheet;
+}
+
+XlsxSheet unmatchedSheet(const CompareResult& result) {
+  XlsxSheet sheet("unmatched");
+  sheet.setColumnWidths({8, 34, 24, 6, 6, 8});
+  sheet.freeze(1, 0);
+  sheet.autoFilter();
+  sheet.addRow({XlsxCell::str("only in"), XlsxCell::str("name"), XlsxCell::str("op"), XlsxCell::str("step"),
+                XlsxCell::str("rank"), XlsxCell::str("index")},
+               XlsxStyle::Header);
+  for (const UnmatchedRecord& u : result.unmatched) {
+    sheet.addRow({XlsxCell::str(u.side == 0 ? "DIR0" : "DIR1"), XlsxCell::str(u.name), XlsxCell::str(u.op),
+                  XlsxCell::num(static_cast<double>(u.step)), XlsxCell::num(static_cast<double>(u.rank)),
+                  XlsxCell::num(static_cast<double>(u.index))});
+  }
+  return sheet;
+}
+
+}  // namespace
+
+void writeXlsxReport(const CompareResult& result, const std::string& path) {
+  std::vector<XlsxSheet> sheets;
+  sheets.push_back(tensorSheet(result));
+  sheets.push_back(originSheet(result));
+  if (!result.unmatched.empty()) sheets.push_back(unmatchedSheet(result));
+  writeXlsx(sheets, path);
+}
+
+}  // namespace acc::analyzer

@@ -1,0 +1,232 @@
+// acc-analyzer show DIR NAME: one record with its tensors, statistics and stack.
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <optional>
+#include <set>
+
+#include "analyzer/commands.h"
+#include "analyzer/record_json.h"
+#include "analyzer/recording.h"
+
+namespace acc::analyzer {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: acc-analyzer show DIR NAME [--rank R] [--step S] [--json]\n"
+    "\n"
+    "Prints one record of the recording in DIR: op, pass, step, scalar arguments,\n"
+    "every tensor (role, dtype, shape, strides, device, statistics) and the call\n"
+    "stack (recorded with ACC_STACK=python, native or both).\n"
+    "\n"
+    "NAME is a record name as `list` prints it, e.g. aten::linear.2.fwd. Op numbers\n"
+    "restart in every training step, so a name usually occurs once per step: the\n"
+    "first in execution order is shown unless --step picks one.\n"
+    "\n"
+    "  --rank R   read rank R (default: the first rank holding NAME)\n"
+    "  --step S   the record of training step S\n"
+    "  --json     one JSON object: the fields of `list --json` and \"stack\"\n"
+    "\n"
+    "Exit codes: 0 shown; 2 usage error, NAME not found, unreadable or damaged\n"
+    "recording (a record that could be read is still shown).\n";
+
+constexpr size_t kMaxSuggestions = 10;
+
+// "aten::linear" of "aten::linear.2.fwd": the name up to ".<digit>".
+std::string opPrefix(const std::string& name) {
+  for (size_t i = 0; i + 1 < name.size(); ++i) {
+    if (name[i] == '.' && std::isdigit(static_cast<unsigned char>(name[i + 1]))) return name.substr(0, i);
+  }
+  return name;
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string shapeText(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+void printRecord(const format::OpRecord& r, int64_t rank, const format::StackRecord* stack) {
+  std::printf("%s  rank %lld  step %lld  record %llu  (%s)\n", r.name.c_str(), static_cast<long long>(rank),
+              static_cast<long long>(r.step), static_cast<unsigned long long>(r.index),
+              r.pass == format::Pass::Forward ? "forward" : "backward");
+  std::printf("  op        %s\n", r.op.c_str());
+  if (r.pass == format::Pass::Backward) {
+    std::printf("  grad_fn   %s\n", r.grad_fn.c_str());
+    std::printf("  forward   %s\n", r.forward_name.empty() ? "(unknown)" : r.forward_name.c_str());
+  }
+  std::printf("  thread %llu  depth %u  sequence_nr %lld  duration %.3f ms\n",
+              static_cast<unsigned long long>(r.thread), r.depth, static_cast<long long>(r.sequence_nr),
+              r.end_ns >= r.start_ns ? static_cast<double>(r.end_ns - r.start_ns) / 1e6 : 0.0);
+  if (!r.scalars.empty()) {
+    std::printf("  scalars\n");
+    for (const format::Scalar& s : r.scalars) std::printf("    arg[%u] = %s\n", s.position, s.value.c_str());
+  }
+  std::printf("  tensors\n");
+  if (r.tensors.empty()) std::printf("    (none)\n");
+  for (const format::Tensor& t : r.tensors) {
+    std::string where = std::string(format::roleName(t.role)) + "[" + std::to_string(t.position) +
+                        (t.item ? "." + std::to_string(t.item) : "") + "]";
+    std::printf("    %-13s %-9s %-16s strides %-14s %s%s\n", where.c_str(), format::dtypeName(t.dtype),
+                shapeText(t.shape).c_str(), shapeText(t.strides).c_str(), t.device.c_str(),
+                t.has_data ? "  (data recorded)" : "");
+    if (t.has_stats) {
+      const format::Stats& s = t.stats;
+      std::printf("                  min %s  max %s  mean %s  norm %s  nan %llu  inf %llu  checksum %016llx\n",
+                  num(s.min).c_str(), num(s.max).c_str(), num(s.mean).c_str(), num(s.norm).c_str(),
+                  static_cast<unsigned long long>(s.nan_count), static_cast<unsigned long long>(s.inf_count),
+                  static_cast<unsigned long long>(s.checksum));
+    }
+  }
+  if (stack == nullptr) {
+    std::printf("  stack     (not recorded; record with ACC_STACK=python, native or both)\n");
+  } else {
+    std::printf("  stack (innermost first)\n");
+    for (const format::StackFrame& f : stack->frames) {
+      std::printf("    %s %s\n", f.kind == format::FrameKind::Python ? "py " : "nat", f.text.c_str());
+    }
+  }
+}
+
+struct Search {
+  std::string name, prefix;
+  std::optional<int64_t> step;
+  std::optional<format::OpRecord> found;
+  std::set<int64_t> steps;              // steps in which NAME occurs
+  std::set<std::string> same_op, similar;  // suggestions
+};
+
+void visit(Search& s, format::OpRecord&& r) {
+  if (r.name == s.name) {
+    s.steps.insert(r.step);
+    if ((!s.step || *s.step == r.step) && (!s.found || r.index < s.found->index)) s.found = std::move(r);
+    return;
+  }
+  if (opPrefix(r.name) == s.prefix) {
+    if (s.same_op.size() < 2000) s.same_op.insert(r.name);
+  } else if (s.similar.size() < kMaxSuggestions && lower(r.name).find(lower(s.prefix.substr(s.prefix.rfind(':') + 1))) != std::string::npos) {
+    s.similar.insert(r.name);
+  }
+}
+
+// Up to kMaxSuggestions names, those with the op number nearest NAME's first.
+std::vector<std::string> suggestions(const Search& s) {
+  std::vector<std::string> names(s.same_op.begin(), s.same_op.end());
+  if (names.empty()) names.assign(s.similar.begin(), s.similar.end());
+  long long wanted = std::atoll(s.name.c_str() + std::min(s.name.size(), s.prefix.size() + 1));
+  auto distance = [&](const std::string& n) {
+    return std::llabs(std::atoll(n.c_str() + std::min(n.size(), s.prefix.size() + 1)) - wanted);
+  };
+  std::stable_sort(names.begin(), names.end(),
+                   [&](const std::string& a, const std::string& b) { return distance(a) < distance(b); });
+  if (names.size() > kMaxSuggestions) names.resize(kMaxSuggestions);
+  return names;
+}
+
+}  // namespace
+
+int showCommand(const std::vector<std::string>& args) {
+  std::vector<std::string> positional;
+  std::optional<int64_t> rank, step;
+  bool json = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--help" || a == "-h") {
+      std::cout << kUsage;
+      return kExitOk;
+    } else if (a == "--json") {
+      json = true;
+    } else if ((a == "--rank" || a == "--step") && i + 1 < args.size()) {
+      char* end = nullptr;
+      long long v = std::strtoll(args[i + 1].c_str(), &end, 10);
+      if (args[i + 1].empty() || *end != '\0') {
+        std::cerr << "acc-analyzer show: " << a << " expects an integer, got '" << args[i + 1] << "'\n";
+        return kExitInput;
+      }
+      (a == "--rank" ? rank : step) = v;
+      ++i;
+    } else if (!a.empty() && a[0] == '-' && a != "-") {
+      std::cerr << "acc-analyzer show: unknown option or missing value: " << a << "\n" << kUsage;
+      return kExitInput;
+    } else {
+      positional.push_back(a);
+    }
+  }
+  if (positional.size() != 2) {
+    std::cerr << "acc-analyzer show: expected DIR and NAME\n" << kUsage;
+    return kExitInput;
+  }
+  const std::string& dir = positional[0];
+  Search search;
+  search.name = positional[1];
+  search.prefix = opPrefix(search.name);
+  search.step = step;
+  try {
+    std::vector<RankRecording> ranks = openRecording(dir);
+    bool rank_seen = false;
+    for (const RankRecording& rr : ranks) {
+      if (rank && rr.rank != *rank) continue;
+      rank_seen = true;
+      std::map<uint64_t, format::StackRecord> stacks;
+      ReadDamage damage = readRecords(rr, ReadOptions{}, [&](format::OpRecord&& r) { visit(search, std::move(r)); }, stacks);
+      if (damage.any()) std::cerr << "acc-analyzer: " << damage.describe(rr.dir + "/records.acc") << "\n";
+      if (!search.found) continue;
+      const format::OpRecord& r = *search.found;
+      auto stack = stacks.find(r.stack_id);
+      const format::StackRecord* frames = r.stack_id != 0 && stack != stacks.end() ? &stack->second : nullptr;
+      if (json) {
+        nlohmann::json j = recordJson(r, rr.rank);
+        j["stack"] = frames ? stackJson(*frames)["frames"] : nlohmann::json::array();
+        std::cout << j.dump(2) << "\n";
+      } else {
+        printRecord(r, rr.rank, frames);
+        if (search.steps.size() > 1) {
+          std::printf("  (%s also occurs in %zu other step(s); --step S shows another)\n", r.name.c_str(),
+                      search.steps.size() - 1);
+        }
+      }
+      std::cout.flush();
+      return damage.any() ? kExitInput : kExitOk;
+    }
+    if (rank && !rank_seen) {
+      std::string have;
+      for (const RankRecording& rr : ranks) have += (have.empty() ? "" : ", ") + std::to_string(rr.rank);
+      std::cerr << "acc-analyzer show: " << dir << " has no rank " << *rank << " (ranks: " << have << ")\n";
+      return kExitInput;
+    }
+  } catch (const InputError& e) {
+    std::cerr << "acc-analyzer: " << e.what() << "\n";
+    return kExitInput;
+  }
+  std::cerr << "acc-analyzer show: no record named " << search.name;
+  if (step && !search.steps.empty()) std::cerr << " in step " << *step;
+  if (rank) std::cerr << " in rank " << *rank;
+  std::cerr << " in " << dir << "\n";
+  if (step && !search.steps.empty()) {
+    std::cerr << "  it occurs in step(s):";
+    for (int64_t s : search.steps) std::cerr << " " << s;
+    std::cerr << "\n";
+  } else if (std::vector<std::string> close = suggestions(search); !close.empty()) {
+    std::cerr << "  did you mean:";
+    for (const std::string& n : close) std::cerr << " " << n;
+    std::cerr << "\n";
+  } else {
+    std::cerr << "  (`acc-analyzer list " << dir << "` prints every name)\n";
+  }
+  return kExitInput;
+}
+
+}  // namespace acc::analyzer

@@ -1,0 +1,104 @@
+#include "tests/compare/recordings.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+#include <stdexcept>
+
+namespace acc::test {
+namespace fs = std::filesystem;
+namespace {
+
+struct Spec {
+  const char* name;
+  std::map<std::string, std::string> env;
+};
+
+Spec spec(Variant v) {
+  const std::string lib = ACC_WRONG_GELU_LIB;
+  switch (v) {
+    case Variant::Reference: return {"reference", {{"ACC_LEVEL", "2"}, {"ACC_STACK", "python"}}};
+    case Variant::ReferenceAgain: return {"reference_again", {{"ACC_LEVEL", "2"}, {"ACC_STACK", "python"}}};
+    case Variant::WrongForward:
+      return {"wrong_forward", {{"ACC_LEVEL", "2"}, {"WRONG_GELU_LIB", lib}, {"WRONG_GELU", "fwd"}}};
+    case Variant::WrongBackward:
+      return {"wrong_backward", {{"ACC_LEVEL", "2"}, {"WRONG_GELU_LIB", lib}, {"WRONG_GELU", "bwd"}}};
+    case Variant::Float64: return {"float64", {{"ACC_LEVEL", "2"}, {"GELU_DTYPE", "float64"}}};
+    case Variant::ExtraOp: return {"extra_op", {{"ACC_LEVEL", "2"}, {"GELU_EXTRA_OP", "1"}}};
+    case Variant::ReferenceLevel1: return {"reference_level1", {{"ACC_LEVEL", "1"}, {"ACC_STACK", "python"}}};
+    case Variant::WrongForwardLevel1:
+      return {"wrong_forward_level1", {{"ACC_LEVEL", "1"}, {"WRONG_GELU_LIB", lib}, {"WRONG_GELU", "fwd"}}};
+  }
+  throw std::logic_error("unknown variant");
+}
+
+// Identifies what a recording depends on: the libraries and the script.
+std::string fingerprint() {
+  uint64_t h = 1469598103934665603ULL;
+  auto add = [&](const std::string& s) {
+    for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
+  };
+  for (const std::string& path : {libDir() + "/libacc.so", libDir() + "/libacc_core.so",
+                                  std::string(ACC_WRONG_GELU_LIB), testScript("gelu_mlp.py")}) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) throw std::runtime_error(path + " is missing: build first");
+    add(path + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
+        std::to_string(st.st_mtim.tv_nsec));
+  }
+  add(readFile(testScript("gelu_mlp.py")));
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+class FileLock {
+ public:
+  explicit FileLock(const std::string& path) : fd_(::open(path.c_str(), O_RDWR | O_CREAT, 0644)) {
+    if (fd_ < 0 || ::flock(fd_, LOCK_EX) != 0) throw std::runtime_error("cannot lock " + path);
+  }
+  ~FileLock() {
+    ::flock(fd_, LOCK_UN);
+    ::close(fd_);
+  }
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
+std::string recording(Variant v) {
+  const Spec s = spec(v);
+  const std::string cache = ACC_COMPARE_CACHE;
+  fs::create_directories(cache);
+  const std::string dir = cache + "/" + s.name + "-" + fingerprint();
+  FileLock lock(cache + "/.lock");
+  if (fs::exists(dir + "/rank0/records.acc")) return dir;
+  // Out-of-date recordings of this variant go first.
+  for (const auto& entry : fs::directory_iterator(cache)) {
+    if (entry.path().filename().string().rfind(std::string(s.name) + "-", 0) == 0) fs::remove_all(entry.path());
+  }
+  const std::string tmp = dir + ".tmp";
+  fs::remove_all(tmp);
+  std::map<std::string, std::string> env = s.env;
+  env["ACC_QUIET"] = "1";
+  RunResult r = recordPython(testScript("gelu_mlp.py"), tmp, env);
+  if (r.exit_code != 0 || !fs::exists(tmp + "/rank0/records.acc")) {
+    throw std::runtime_error(std::string("recording ") + s.name + " failed (exit " + std::to_string(r.exit_code) +
+                             "): " + r.err);
+  }
+  fs::rename(tmp, dir);
+  return dir;
+}
+
+RunResult analyzer(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {binDir() + "/acc-analyzer"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run({argv, {}, "", false, ""});
+}
+
+}  // namespace acc::test

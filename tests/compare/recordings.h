@@ -1,0 +1,31 @@
+// Recordings of tests/scripts/gelu_mlp.py shared by the compare tests. Each
+// variant is recorded once per build and cached under the build tree (keyed
+// by the recorder libraries, the wrong-kernel library and the script, and
+// guarded by a file lock), so the many test processes CTest starts do not
+// record the same run again.
+#pragma once
+
+#include <string>
+
+#include "tests/e2e/harness.h"
+
+namespace acc::test {
+
+enum class Variant {
+  Reference,       // float32, level 2, Python stacks
+  ReferenceAgain,  // the same run again
+  WrongForward,    // aten::gelu's CPU kernel off by ~1e-3 (tests/compare/wrong_kernel)
+  WrongBackward,   // aten::gelu_backward's CPU kernel off by ~1e-3
+  Float64,         // the same model in float64
+  ExtraOp,         // one extra op (x.clone()) before the first forward pass
+  ReferenceLevel1, // float32, level 1 (statistics only)
+  WrongForwardLevel1,
+};
+
+// The recording's directory (holding rank0/); records it when not cached.
+std::string recording(Variant v);
+
+// Runs build/bin/acc-analyzer with `args`.
+RunResult analyzer(const std::vector<std::string>& args);
+
+}  // namespace acc::test

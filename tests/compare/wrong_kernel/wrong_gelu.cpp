@@ -1,0 +1,62 @@
+// A deliberately wrong CPU kernel for the compare tests: loaded into a
+// recorded Python process with torch.ops.load_library(), it replaces the CPU
+// kernel of aten::gelu (WRONG_GELU unset or "fwd") or of
+// aten::gelu_backward ("bwd") with one that computes the right values and then
+// adds a relative error of about 1e-3. The reference run does not load it.
+#include <torch/library.h>
+#include <ATen/ATen.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+namespace {
+
+constexpr double kRelativeError = 1e-3;
+
+// Alternating +-1e-3 relative perturbation, so the error is not a pure scale
+// (which cosine similarity would not see).
+at::Tensor perturb(const at::Tensor& exact) {
+  at::Tensor sign = at::ones_like(exact);
+  sign.view(-1).slice(0, 1, c10::nullopt, 2).fill_(-1);
+  return exact + exact * sign * kRelativeError;
+}
+
+// gelu(x) = x * Phi(x) (approximate "none"), or the tanh approximation.
+at::Tensor exactGelu(const at::Tensor& x, c10::string_view approximate) {
+  if (approximate == "tanh") {
+    const double k = std::sqrt(2.0 / M_PI);
+    return 0.5 * x * (1 + at::tanh(k * (x + 0.044715 * x * x * x)));
+  }
+  return 0.5 * x * (1 + at::erf(x * M_SQRT1_2));
+}
+
+at::Tensor wrongGelu(const at::Tensor& self, c10::string_view approximate) {
+  return perturb(exactGelu(self, approximate));
+}
+
+at::Tensor wrongGeluBackward(const at::Tensor& grad, const at::Tensor& self, c10::string_view approximate) {
+  at::Tensor derivative;
+  if (approximate == "tanh") {
+    const double k = std::sqrt(2.0 / M_PI);
+    at::Tensor inner = k * (self + 0.044715 * self * self * self);
+    at::Tensor t = at::tanh(inner);
+    derivative = 0.5 * (1 + t) + 0.5 * self * (1 - t * t) * k * (1 + 3 * 0.044715 * self * self);
+  } else {
+    at::Tensor cdf = 0.5 * (1 + at::erf(self * M_SQRT1_2));
+    at::Tensor pdf = at::exp(-0.5 * self * self) * (1 / std::sqrt(2 * M_PI));
+    derivative = cdf + self * pdf;
+  }
+  return perturb(grad * derivative);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, CPU, m) {
+  const char* which = std::getenv("WRONG_GELU");
+  if (which != nullptr && std::strcmp(which, "bwd") == 0) {
+    m.impl("gelu_backward", TORCH_FN(wrongGeluBackward));
+  } else {
+    m.impl("gelu", TORCH_FN(wrongGelu));
+  }
+}

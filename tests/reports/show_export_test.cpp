@@ -1,0 +1,195 @@
+// acc-analyzer show and export on real recordings of examples/mlp_train.py
+// (level 2, Python stacks) and tests/scripts/mixed_dtypes.py.
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "analyzer/zip_writer.h"
+#include "tests/reports/report_tools.h"
+
+namespace acc::test {
+namespace {
+
+RunResult analyzer(std::vector<std::string> args) {
+  args.insert(args.begin(), binDir() + "/acc-analyzer");
+  return run({args, {}, "", false, ""});
+}
+
+// The recordings, made on first use and shared by the tests of the suite
+// (ctest runs each test in its own process, so each records only what it uses).
+class ShowExport : public ::testing::Test {
+ protected:
+  static void TearDownTestSuite() { dir_.reset(); }
+  // Records `name` (mlp, mixed or level1) once; returns its directory.
+  static std::string path(const std::string& name) {
+    if (!dir_) dir_ = std::make_unique<TempDir>();
+    const std::string dir = *dir_ / name;
+    if ((name == "mlp" || name == "mixed" || name == "level1") && !exists(dir)) {
+      RunResult r = name == "mlp"     ? recordPython(example("mlp_train.py"), dir, {{"ACC_LEVEL", "2"}, {"ACC_STACK", "python"}})
+                    : name == "mixed" ? recordPython(testScript("mixed_dtypes.py"), dir, {{"ACC_LEVEL", "2"}})
+                                      : recordPython(example("mlp_train.py"), dir, {{"ACC_LEVEL", "1"}, {"MLP_STEPS", "1"}});
+      EXPECT_EQ(r.exit_code, 0) << "recording " << name << ": " << r.err;
+    }
+    return dir;
+  }
+
+  static std::unique_ptr<TempDir> dir_;
+};
+std::unique_ptr<TempDir> ShowExport::dir_;
+
+// The bytes numpy should hold for a recorded tensor: bfloat16 widened to float32.
+std::string numpyBytes(const format::Tensor& t) {
+  if (t.dtype != format::Dtype::BFloat16) return t.data;
+  std::string out(t.data.size() * 2, '\0');
+  for (size_t i = 0; i + 1 < t.data.size(); i += 2) out[2 * i + 2] = t.data[i], out[2 * i + 3] = t.data[i + 1];
+  return out;
+}
+
+// Exports `recording` (one rank) and checks every file numpy loads against
+// the recorded tensors, and that every tensor with data was exported.
+void checkExport(const std::string& recording, const std::string& out, std::vector<std::string> extra = {}) {
+  std::vector<std::string> args = {"export", recording, "-o", out, "--format", "npy"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  RunResult exported = analyzer(args);
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  const std::string py = pythonWith("numpy");
+  ASSERT_FALSE(py.empty()) << "no Python with numpy";
+  RunResult loaded = run({{py, testScript("check_npy.py"), out}, {}, "", false, ""});
+  ASSERT_EQ(loaded.exit_code, 0) << loaded.err;
+  nlohmann::json numpy = nlohmann::json::parse(loaded.out);
+  nlohmann::json index = nlohmann::json::parse(readFile(out + "/index.json"));
+
+  Recording rec = readRank(recording + "/rank0");
+  size_t with_data = 0;
+  for (const auto& r : rec.records) {
+    for (const auto& t : r.tensors) with_data += t.has_data;
+  }
+  if (extra.empty()) {
+    EXPECT_EQ(index["files"].size(), with_data);
+  }
+  ASSERT_GT(index["files"].size(), 0u);
+  for (const nlohmann::json& f : index["files"]) {
+    const std::string file = f["file"];
+    SCOPED_TRACE(file);
+    const format::OpRecord* record = nullptr;
+    for (const auto& r : rec.records) {
+      if (r.index == f["index"].get<uint64_t>()) record = &r;
+    }
+    ASSERT_NE(record, nullptr);
+    EXPECT_EQ(record->name, f["name"]);
+    EXPECT_EQ(record->step, f["step"]);
+    const format::Tensor* tensor = nullptr;
+    for (const auto& t : record->tensors) {
+      if (format::roleName(t.role) == f["role"] && t.position == f["position"] && t.item == f["item"]) tensor = &t;
+    }
+    ASSERT_NE(tensor, nullptr);
+    EXPECT_EQ(format::dtypeName(tensor->dtype), f["dtype"]);
+    EXPECT_EQ(nlohmann::json(tensor->shape), numpy[file]["shape"]);
+    EXPECT_EQ(analyzer::crc32(numpyBytes(*tensor)), numpy[file]["crc32"].get<uint32_t>());
+  }
+}
+
+TEST_F(ShowExport, ExportEveryTensorLoadsInNumpyWithTheRecordedValues) {
+  TempDir out;
+  checkExport(path("mlp"), out.path());
+  EXPECT_TRUE(exists(out / "rank0/step1/aten__linear.7.fwd.output0.npy"));
+  EXPECT_TRUE(exists(out / "rank0/step0/aten__linear.28.bwd.grad_out2.npy"));
+}
+
+TEST_F(ShowExport, ExportEveryDtypeIncludingHalfAndBfloat16) {
+  TempDir out;
+  checkExport(path("mixed"), out.path());
+  nlohmann::json index = nlohmann::json::parse(readFile(out / "index.json"));
+  std::map<std::string, std::string> npy;
+  for (const auto& f : index["files"]) npy[f["dtype"]] = f["npy_dtype"];
+  EXPECT_EQ(npy["float16"], "<f2");
+  EXPECT_EQ(npy["bfloat16"], "<f4");
+  EXPECT_EQ(npy["bool"], "|b1");
+  EXPECT_EQ(npy["uint8"], "|u1");
+  EXPECT_EQ(npy["int8"], "|i1");
+  EXPECT_EQ(npy["int16"], "<i2");
+  EXPECT_EQ(npy["int32"], "<i4");
+  EXPECT_EQ(npy["int64"], "<i8");
+  EXPECT_EQ(npy["float64"], "<f8");
+  EXPECT_EQ(npy["complex64"], "<c8");
+}
+
+TEST_F(ShowExport, ExportNameFilterKeepsMatchingRecordsOnly) {
+  TempDir out;
+  checkExport(path("mlp"), out.path(), {"--name", "MSE_LOSS", "--name", "relu.8."});
+  nlohmann::json index = nlohmann::json::parse(readFile(out / "index.json"));
+  std::set<std::string> names;
+  for (const auto& f : index["files"]) names.insert(f["name"]);
+  EXPECT_TRUE(names.count("aten::mse_loss.32.fwd")) << index.dump();
+  for (const std::string& n : names) {
+    EXPECT_TRUE(n.find("mse_loss") != std::string::npos || n.find("relu.8.") != std::string::npos) << n;
+  }
+  RunResult none = analyzer({"export", path("mlp"), "-o", out / "none", "--name", "no_such_op"});
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.err.find("no record"), std::string::npos) << none.err;
+}
+
+TEST_F(ShowExport, ExportOfLevel1RecordingSaysThereIsNoData) {
+  TempDir out;
+  RunResult r = analyzer({"export", path("level1"), "-o", out.path()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("no tensor data"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("ACC_LEVEL=2"), std::string::npos) << r.err;
+  EXPECT_FALSE(exists(out / "index.json"));
+}
+
+TEST_F(ShowExport, ExportUsageErrors) {
+  EXPECT_EQ(analyzer({"export", "--help"}).exit_code, 0);
+  EXPECT_EQ(analyzer({"export", path("mlp")}).exit_code, 2);  // no -o
+  RunResult format = analyzer({"export", path("mlp"), "-o", path("x"), "--format", "csv"});
+  EXPECT_EQ(format.exit_code, 2);
+  EXPECT_NE(format.err.find("npy"), std::string::npos);
+  EXPECT_EQ(analyzer({"export", path("missing"), "-o", path("x")}).exit_code, 2);
+}
+
+TEST_F(ShowExport, ShowPrintsTensorsStatisticsAndStack) {
+  Recording rec = readRank(path("mlp") + "/rank0");
+  const format::OpRecord* linear = rec.find("aten::linear.7.fwd");
+  ASSERT_NE(linear, nullptr);
+  RunResult r = analyzer({"show", path("mlp"), "aten::linear.7.fwd"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("aten::linear.7.fwd  rank 0  step 1"), std::string::npos) << r.out;
+  for (const format::Tensor& t : linear->tensors) {
+    std::string where = std::string(format::roleName(t.role)) + "[" + std::to_string(t.position) + "]";
+    EXPECT_NE(r.out.find(where), std::string::npos) << where << "\n" << r.out;
+  }
+  EXPECT_NE(r.out.find("float32   [5, 8]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("min "), std::string::npos);
+  EXPECT_NE(r.out.find("checksum "), std::string::npos);
+  EXPECT_NE(r.out.find("mlp_train.py:34 main"), std::string::npos) << r.out;  // hidden = model[0](x)
+  EXPECT_NE(r.out.find("also occurs in 1 other step(s)"), std::string::npos) << r.out;
+}
+
+TEST_F(ShowExport, ShowJsonAndStepSelection) {
+  RunResult r = analyzer({"show", path("mlp"), "aten::linear.7.bwd", "--step", "2", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["name"], "aten::linear.7.bwd");
+  EXPECT_EQ(j["step"], 2);
+  EXPECT_EQ(j["grad_fn"], "AddmmBackward0");
+  EXPECT_FALSE(j["tensors"].empty());
+  ASSERT_FALSE(j["stack"].empty());
+  EXPECT_EQ(j["stack"][0]["kind"], "python");
+}
+
+TEST_F(ShowExport, ShowUnknownNameExitsTwoWithSuggestions) {
+  RunResult r = analyzer({"show", path("mlp"), "aten::linear.99.fwd"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_NE(r.err.find("no record named aten::linear.99.fwd"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("did you mean: aten::linear."), std::string::npos) << r.err;
+
+  RunResult rank = analyzer({"show", path("mlp"), "aten::linear.7.fwd", "--rank", "3"});
+  EXPECT_EQ(rank.exit_code, 2);
+  EXPECT_NE(rank.err.find("no rank 3"), std::string::npos) << rank.err;
+  EXPECT_EQ(analyzer({"show", path("mlp")}).exit_code, 2);
+  EXPECT_EQ(analyzer({"show", "--help"}).exit_code, 0);
+}
+
+}  // namespace
+}  // namespace acc::test
