@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "analyzer/commands.h"
+#include "analyzer/text.h"
 #include "analyzer/record_json.h"
 #include "analyzer/recording.h"
 
@@ -22,17 +23,7 @@ constexpr const char* kUsage =
     "Exit codes: 0 listed; 2 usage error, unreadable or damaged recording (the\n"
     "readable records are still listed).\n";
 
-std::string shapeText(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
-std::string num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
-}
+std::string num(double v) { return numberText(v, "%.6g"); }
 
 void printHuman(const format::OpRecord& r, const std::map<uint64_t, format::StackRecord>& stacks,
                 bool with_stacks) {

@@ -1,4 +1,5 @@
 #include "analyzer/report_html.h"
+#include "analyzer/text.h"
 
 #include <nlohmann/json.hpp>
 
@@ -27,12 +28,6 @@ std::string tensorLabel(const TensorPair& p) {
   return std::string(format::roleName(p.role)) + "[" + std::to_string(p.position) +
          (p.item ? "." + std::to_string(p.item) : "") + "]";
 }
-std::string shapeText(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 // JSON inside <script>: no '<', '>' or '&' outside escapes, so nothing can
 // close the element.
 std::string scriptJson(const nlohmann::json& j) {

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "analyzer/commands.h"
+#include "analyzer/text.h"
 #include "analyzer/record_json.h"
 #include "analyzer/recording.h"
 
@@ -47,17 +48,7 @@ std::string lower(std::string s) {
   return s;
 }
 
-std::string shapeText(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
-}
-
-std::string num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  return buf;
-}
+std::string num(double v) { return numberText(v, "%.9g"); }
 
 void printRecord(const format::OpRecord& r, int64_t rank, const format::StackRecord* stack) {
   std::printf("%s  rank %lld  step %lld  record %llu  (%s)\n", r.name.c_str(), static_cast<long long>(rank),

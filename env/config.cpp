@@ -13,7 +13,7 @@ namespace acc::env {
 namespace {
 
 // Names the recorder ignores but the project's scripts read.
-constexpr const char* kScriptVariables[] = {"ACC_PYTHON"};
+constexpr const char* kScriptVariables[] = {"ACC_PYTHON", "ACC_BUILD_DIR", "ACC_CMAKE_ARGS"};
 
 std::string trim(const std::string& s) {
   size_t b = s.find_first_not_of(" \t");

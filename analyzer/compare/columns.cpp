@@ -1,16 +1,11 @@
 #include "analyzer/compare/columns.h"
+#include "analyzer/text.h"
 
 #include <cmath>
 #include <cstdio>
 
 namespace acc::analyzer {
 namespace {
-
-std::string shapeText(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
 
 std::string number(double v) {
   if (std::isnan(v)) return "nan";

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "analyzer/commands.h"
+#include "analyzer/text.h"
 #include "analyzer/compare/csv_report.h"
 #include "analyzer/compare/engine.h"
 #include "analyzer/compare/origins.h"
@@ -80,19 +81,7 @@ constexpr const char* kUsage =
     "records file (reported in one line; the readable records are compared and\n"
     "the reports written).\n";
 
-std::string num(double v, const char* f = "%.3g") {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  char buf[40];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
-std::string shapeText(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
+std::string num(double v, const char* f = "%.3g") { return numberText(v, f); }
 
 std::string where(const TensorPair& p) {
   return std::string(format::roleName(p.role)) + "[" + std::to_string(p.position) +

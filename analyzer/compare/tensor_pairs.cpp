@@ -1,4 +1,5 @@
 #include "analyzer/compare/tensor_pairs.h"
+#include "analyzer/text.h"
 
 #include <algorithm>
 #include <map>
@@ -12,12 +13,6 @@ namespace {
 using Key = std::tuple<uint8_t, uint32_t, uint32_t>;
 
 Key keyOf(const format::Tensor& t) { return {static_cast<uint8_t>(t.role), t.position, t.item}; }
-
-std::string shapeText(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
 
 void notCompared(PlannedPair& p, Verdict v, std::string why) {
   p.kind = PairKind::None;

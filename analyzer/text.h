@@ -1,0 +1,16 @@
+// Small text forms shared by the analyzer's commands and reports.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace acc::analyzer {
+
+// [2, 3, 4]
+std::string shapeText(const std::vector<int64_t>& shape);
+
+// printf-formatted number, with nan, inf and -inf spelled out.
+std::string numberText(double v, const char* format = "%.6g");
+
+}  // namespace acc::analyzer
