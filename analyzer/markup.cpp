@@ -52,12 +52,5 @@ std::string escapeMarkup(std::string_view text) {
   return out;
 }
 
-std::string shortNumber(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
-}
 
 }  // namespace acc::analyzer

@@ -11,7 +11,5 @@ namespace acc::analyzer {
 // than tab, newline and carriage return with U+FFFD.
 std::string escapeMarkup(std::string_view text);
 
-// "%.6g", or nan / inf / -inf.
-std::string shortNumber(double v);
 
 }  // namespace acc::analyzer

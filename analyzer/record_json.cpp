@@ -3,22 +3,17 @@
 #include <cmath>
 
 namespace acc::analyzer {
-namespace {
-
-// JSON has no NaN or infinity: they are written as strings.
-nlohmann::json number(double v) {
+nlohmann::json jsonNumber(double v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   return v;
 }
 
-}  // namespace
-
 nlohmann::json statsJson(const format::Stats& s) {
   char checksum[20];
   std::snprintf(checksum, sizeof checksum, "%016llx", static_cast<unsigned long long>(s.checksum));
-  return {{"min", number(s.min)},   {"max", number(s.max)},         {"mean", number(s.mean)},
-          {"norm", number(s.norm)}, {"nan_count", s.nan_count},     {"inf_count", s.inf_count},
+  return {{"min", jsonNumber(s.min)},   {"max", jsonNumber(s.max)},         {"mean", jsonNumber(s.mean)},
+          {"norm", jsonNumber(s.norm)}, {"nan_count", s.nan_count},     {"inf_count", s.inf_count},
           {"checksum", checksum}};
 }
 

@@ -9,6 +9,10 @@
 
 namespace acc::analyzer {
 
+// JSON has no NaN or infinity: they are written as the strings "nan",
+// "inf" and "-inf".
+nlohmann::json jsonNumber(double v);
+
 nlohmann::json statsJson(const format::Stats& s);
 nlohmann::json tensorJson(const format::Tensor& t);
 nlohmann::json recordJson(const format::OpRecord& r, int64_t rank);

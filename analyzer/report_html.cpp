@@ -92,9 +92,9 @@ std::string metricsRows(const TensorPair& p) {
   std::string s = "<tr><th>worst tensor</th><td>" + esc(tensorLabel(p)) + " " + format::dtypeName(p.dtype0) +
                   " / " + format::dtypeName(p.dtype1) + " " + esc(shapeText(p.shape0)) + " (" +
                   verdictName(p.verdict) + (m.from_stats ? ", compared on statistics" : "") + ")</td></tr>";
-  s += "<tr><th>metrics</th><td>cosine " + shortNumber(m.cosine) + " &middot; max_abs " + shortNumber(m.max_abs) +
-       " &middot; max_rel " + shortNumber(m.max_rel) + " &middot; rel_l2 " + shortNumber(m.rel_l2) +
-       " &middot; within 1e-3 " + shortNumber(m.within_1e3) + " &middot; max_ulp " + shortNumber(m.max_ulp);
+  s += "<tr><th>metrics</th><td>cosine " + numberText(m.cosine) + " &middot; max_abs " + numberText(m.max_abs) +
+       " &middot; max_rel " + numberText(m.max_rel) + " &middot; rel_l2 " + numberText(m.rel_l2) +
+       " &middot; within 1e-3 " + numberText(m.within_1e3) + " &middot; max_ulp " + numberText(m.max_ulp);
   if (m.nan_mismatch || m.inf_mismatch) {
     s += " &middot; NaN mismatches " + std::to_string(m.nan_mismatch) + ", Inf mismatches " +
          std::to_string(m.inf_mismatch);
@@ -118,8 +118,8 @@ std::string verdictSection(const CompareResult& result, const Counts& c) {
          std::to_string(focus->step) + ", rank " + std::to_string(focus->rank) + ", record " +
          std::to_string(focus->index0) + " in DIR0, " + std::to_string(focus->index1) + " in DIR1</td></tr>";
     if (const TensorPair* worst = worstPair(*focus)) s += metricsRows(*worst);
-    s += "<tr><th>error added</th><td>inputs " + shortNumber(focus->input_error) + " &rarr; outputs " +
-         shortNumber(focus->output_error) + "</td></tr></table>";
+    s += "<tr><th>error added</th><td>inputs " + numberText(focus->input_error) + " &rarr; outputs " +
+         numberText(focus->output_error) + "</td></tr></table>";
     if (!focus->stack0.empty()) {
       s += "<div>called from:</div><ol class=\"stack\">";
       for (size_t i = 0; i < focus->stack0.size() && i < kStackPreview; ++i) s += "<li>" + esc(focus->stack0[i]) + "</li>";
@@ -149,7 +149,7 @@ std::string plotSection(const CompareResult& result) {
 }
 
 std::string preciseNumber(double v) {
-  if (!std::isfinite(v)) return shortNumber(v);
+  if (!std::isfinite(v)) return numberText(v);
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.9g", v);
   return buf;
@@ -159,7 +159,7 @@ std::string preciseNumber(double v) {
 // digits when 6 do not show the difference.
 std::string statCells(double v0, double v1) {
   bool same = v0 == v1 || (std::isnan(v0) && std::isnan(v1));
-  std::string a = shortNumber(v0), b = shortNumber(v1);
+  std::string a = numberText(v0), b = numberText(v1);
   if (!same && a == b) a = preciseNumber(v0), b = preciseNumber(v1);
   return "<td class=\"num\">" + a + "</td><td class=\"num d1" + (same ? "" : " differs") + "\">" + b + "</td>";
 }
@@ -186,8 +186,8 @@ std::string statsTable(const RecordComparison& r) {
     }
     const TensorMetrics& m = p.metrics;
     if (m.compared) {
-      s += "<td class=\"num\">" + shortNumber(m.cosine) + "</td><td class=\"num\">" + shortNumber(m.rel_l2) +
-           "</td><td class=\"num\">" + shortNumber(m.max_abs) + "</td>";
+      s += "<td class=\"num\">" + numberText(m.cosine) + "</td><td class=\"num\">" + numberText(m.rel_l2) +
+           "</td><td class=\"num\">" + numberText(m.max_abs) + "</td>";
     } else {
       s += "<td colspan=\"3\">" + esc(m.mismatch) + "</td>";
     }
@@ -207,8 +207,8 @@ std::string originsTable(const CompareResult& result) {
     s += "<tr><td>" + esc(r.name) + "</td><td>" + esc(r.op) + (r.grad_fn.empty() ? "" : " (" + esc(r.grad_fn) + ")") +
          "</td><td>" + format::passName(r.pass) + "</td><td>" +
          std::to_string(r.step) + "</td><td>" + std::to_string(r.rank) + "</td><td>" + (w ? esc(tensorLabel(*w)) : "") +
-         "</td><td class=\"num\">" + (w ? shortNumber(w->metrics.rel_l2) : "") + "</td><td class=\"num\">" +
-         (w ? shortNumber(w->metrics.cosine) : "") + "</td><td><code>" + esc(r.stack0.empty() ? "" : r.stack0.front()) +
+         "</td><td class=\"num\">" + (w ? numberText(w->metrics.rel_l2) : "") + "</td><td class=\"num\">" +
+         (w ? numberText(w->metrics.cosine) : "") + "</td><td><code>" + esc(r.stack0.empty() ? "" : r.stack0.front()) +
          "</code></td></tr>";
   }
   s += "</tbody></table>";

@@ -1,4 +1,5 @@
 #include "analyzer/report_plot.h"
+#include "analyzer/text.h"
 
 #include <algorithm>
 #include <cmath>
@@ -140,7 +141,7 @@ std::string mark(const RecordComparison& r, double error, double x, double y) {
                     (r.origin ? " is-origin" : "");
   std::string title = "<title>" + escapeMarkup(r.name) + "\nindex " + std::to_string(r.index0) + ", step " +
                       std::to_string(r.step) + ", rank " + std::to_string(r.rank) + "\nerror " +
-                      shortNumber(error) + ", " + verdictName(r.verdict) + "</title>";
+                      numberText(error) + ", " + verdictName(r.verdict) + "</title>";
   double size = r.origin ? 5 : 3;
   if (fwd) {
     return "<circle class=\"" + cls + "\" cx=\"" + fmt(x) + "\" cy=\"" + fmt(y) + "\" r=\"" + fmt(size) + "\">" +

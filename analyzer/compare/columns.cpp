@@ -7,20 +7,12 @@
 namespace acc::analyzer {
 namespace {
 
-std::string number(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  return buf;
-}
-
 // Level 1 leaves some metrics unknown: they are NaN in TensorMetrics and
 // empty cells in the reports.
 std::string metric(const TensorMetrics& m, double v) {
   if (!m.compared) return "";
   if (std::isnan(v) && m.from_stats) return "";
-  return number(v);
+  return numberText(v, "%.9g");
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 #include "analyzer/compare/summary.h"
+#include "analyzer/record_json.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,17 +10,10 @@ namespace {
 
 constexpr size_t kListed = 1000;  // origins and unmatched records listed at most
 
-// JSON has no NaN or infinity: written as strings; metrics a level-1
-// comparison cannot give are null.
-nlohmann::json number(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  return v;
-}
-
+// Metrics a level-1 comparison cannot give are null.
 nlohmann::json metric(const TensorMetrics& m, double v) {
   if (m.from_stats && std::isnan(v)) return nullptr;
-  return number(v);
+  return jsonNumber(v);
 }
 
 }  // namespace
@@ -90,7 +84,7 @@ nlohmann::json metricsJson(const TensorPair& p) {
     j["nan_mismatch"] = m.nan_mismatch;
     j["inf_mismatch"] = m.inf_mismatch;
     if (m.from_stats) {
-      j["stat_error"] = number(m.stat_error);
+      j["stat_error"] = jsonNumber(m.stat_error);
       j["checksum_equal"] = m.checksum_equal;
     }
   }
@@ -107,8 +101,8 @@ nlohmann::json recordSummaryJson(const RecordComparison& r, bool with_tensors) {
                       {"index1", r.index1},
                       {"verdict", verdictName(r.verdict)},
                       {"origin", r.origin},
-                      {"input_error", number(r.input_error)},
-                      {"output_error", number(r.output_error)},
+                      {"input_error", jsonNumber(r.input_error)},
+                      {"output_error", jsonNumber(r.output_error)},
                       {"location", r.location}};
   if (!r.name1.empty()) j["name1"] = r.name1;
   if (!r.grad_fn.empty()) j["grad_fn"] = r.grad_fn;
@@ -127,13 +121,13 @@ nlohmann::json thresholdsJson(const Thresholds& t) {
   for (size_t i = 0; i < kPrecisions; ++i) {
     const Limits& l = t.limits[i];
     j[precisionName(static_cast<Precision>(i))] = {
-        {"rel_l2_warn", number(l.rel_l2_warn)},   {"rel_l2_fail", number(l.rel_l2_fail)},
-        {"cosine_warn", number(l.cosine_warn)},   {"cosine_fail", number(l.cosine_fail)},
-        {l.within_5e3 ? "within_5e3_warn" : "within_1e3_warn", number(l.within_warn)},
-        {"max_abs_fail", number(l.max_abs_fail)}, {"max_rel_fail", number(l.max_rel_fail)},
-        {"max_ulp_fail", number(l.max_ulp_fail)}, {"small", number(l.small)}};
+        {"rel_l2_warn", jsonNumber(l.rel_l2_warn)},   {"rel_l2_fail", jsonNumber(l.rel_l2_fail)},
+        {"cosine_warn", jsonNumber(l.cosine_warn)},   {"cosine_fail", jsonNumber(l.cosine_fail)},
+        {l.within_5e3 ? "within_5e3_warn" : "within_1e3_warn", jsonNumber(l.within_warn)},
+        {"max_abs_fail", jsonNumber(l.max_abs_fail)}, {"max_rel_fail", jsonNumber(l.max_rel_fail)},
+        {"max_ulp_fail", jsonNumber(l.max_ulp_fail)}, {"small", jsonNumber(l.small)}};
   }
-  j["origin_factor"] = number(t.origin_factor);
+  j["origin_factor"] = jsonNumber(t.origin_factor);
   return j;
 }
 
