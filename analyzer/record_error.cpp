@@ -32,7 +32,8 @@ const TensorPair* worstPair(const RecordComparison& r) {
   const TensorPair* best = nullptr;
   for (bool produced_only : {true, false}) {
     for (const TensorPair& p : r.tensors) {
-      if (!p.metrics.compared || (produced_only && !produced(r, p))) continue;
+      // Uninitialized memory is not judged, so it does not show a divergence.
+      if (!p.metrics.compared || p.uninitialized || (produced_only && !produced(r, p))) continue;
       if (best == nullptr || worse(p, *best)) best = &p;
     }
     if (best != nullptr) return best;

@@ -13,8 +13,8 @@ double pairError(const TensorMetrics& m);
 
 // The pair that shows the record's divergence: highest verdict, then largest
 // pairError, among the tensors the record produces (outputs; grad_out for
-// backward records) when any of them was compared, else among all.
-// nullptr when no pair was compared.
+// backward records) when any of them was compared, else among all;
+// uninitialized memory is never chosen. nullptr when no pair qualifies.
 const TensorPair* worstPair(const RecordComparison& r);
 
 // pairError of worstPair, NaN when none.
