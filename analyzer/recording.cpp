@@ -65,10 +65,8 @@ std::string ReadDamage::describe(const std::string& file) const {
   return out + "; the readable records are used";
 }
 
-ReadDamage readRecords(const RankRecording& rank, const ReadOptions& options,
-                       const std::function<void(format::OpRecord&&)>& on_op,
-                       std::map<uint64_t, format::StackRecord>& stacks) {
-  const std::string file = (fs::path(rank.dir) / kRecordsFile).string();
+ReadDamage forEachRecord(const std::string& file,
+                         const std::function<void(format::RecordKind, std::string_view)>& visit) {
   std::unique_ptr<format::FrameReader> opened;
   try {
     opened = std::make_unique<format::FrameReader>(file);
@@ -85,11 +83,7 @@ ReadDamage readRecords(const RankRecording& rank, const ReadOptions& options,
     try {
       while (cursor.next(kind, body)) {
         try {
-          if (kind == format::RecordKind::Op) on_op(format::decodeOp(body, options.with_data));
-          else if (kind == format::RecordKind::Stack) {
-            format::StackRecord s = format::decodeStack(body);
-            stacks[s.id] = std::move(s);
-          }
+          visit(kind, body);
         } catch (const format::FormatError&) {
           ++damage.corrupt_records;
         }
@@ -101,6 +95,20 @@ ReadDamage readRecords(const RankRecording& rank, const ReadOptions& options,
   damage.corrupt_frames = reader.corruptFrames();
   damage.truncated_bytes = reader.truncatedBytes();
   return damage;
+}
+
+ReadDamage readRecords(const RankRecording& rank, const ReadOptions& options,
+                       const std::function<void(format::OpRecord&&)>& on_op,
+                       std::map<uint64_t, format::StackRecord>& stacks) {
+  return forEachRecord((fs::path(rank.dir) / kRecordsFile).string(),
+                       [&](format::RecordKind kind, std::string_view body) {
+                         if (kind == format::RecordKind::Op) {
+                           on_op(format::decodeOp(body, options.with_data));
+                         } else if (kind == format::RecordKind::Stack) {
+                           format::StackRecord s = format::decodeStack(body);
+                           stacks[s.id] = std::move(s);
+                         }
+                       });
 }
 
 std::vector<format::OpRecord> loadSorted(const RankRecording& rank,

@@ -8,6 +8,7 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "format/record.h"
@@ -39,6 +40,12 @@ struct ReadDamage {
 struct ReadOptions {
   bool with_data = false;  // tensor bytes (level 2); metadata and stats otherwise
 };
+
+// Calls `visit` with every record of `file` (records.acc) in file order. A
+// FormatError thrown by `visit` counts the record as corrupt; reading goes
+// on. Throws InputError when the file cannot be opened as a recording.
+ReadDamage forEachRecord(const std::string& file,
+                         const std::function<void(format::RecordKind, std::string_view)>& visit);
 
 // Calls `on_op` for each op record in file order and collects stacks.
 ReadDamage readRecords(const RankRecording& rank, const ReadOptions& options,

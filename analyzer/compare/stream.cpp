@@ -13,7 +13,7 @@
 #include "analyzer/compare/metrics.h"
 #include "analyzer/compare/tensor_pairs.h"
 #include "format/bytes.h"
-#include "format/frame.h"
+#include "analyzer/recording.h"
 
 namespace acc::analyzer {
 namespace {
@@ -110,30 +110,18 @@ class Pipeline {
 
   void readFile(int side, const ScannedRank& rank, const std::unordered_map<uint64_t, uint32_t>& wanted) {
     if (!rank.readable || wanted.empty()) return;
-    format::FrameReader reader((std::filesystem::path(rank.rank.dir) / "records.acc").string());
     std::vector<char> seen(job_.pairs->size(), 0);
-    std::string payload;
-    while (reader.next(payload)) {
-      format::RecordCursor cursor(payload);
-      format::RecordKind kind;
-      std::string_view body;
-      try {
-        while (cursor.next(kind, body)) {
-          if (kind != format::RecordKind::Op) continue;
-          try {
-            format::ByteReader peek(body);
-            auto it = wanted.find(peek.varint());
-            if (it == wanted.end() || seen[it->second]) continue;
-            format::OpRecord r = format::decodeOp(body, true);
-            seen[it->second] = 1;
-            add(side, it->second, std::move(r));
-          } catch (const format::FormatError&) {
-            // Counted and reported by the metadata pass.
-          }
-        }
-      } catch (const format::FormatError&) {
-      }
-    }
+    // Damage was counted and reported by the metadata pass.
+    forEachRecord((std::filesystem::path(rank.rank.dir) / "records.acc").string(),
+                  [&](format::RecordKind kind, std::string_view body) {
+                    if (kind != format::RecordKind::Op) return;
+                    format::ByteReader peek(body);
+                    auto it = wanted.find(peek.varint());
+                    if (it == wanted.end() || seen[it->second]) return;
+                    format::OpRecord r = format::decodeOp(body, true);
+                    seen[it->second] = 1;
+                    add(side, it->second, std::move(r));
+                  });
   }
 
   // A reader hands over one record; it waits while the budget is exceeded,
