@@ -12,6 +12,7 @@
 #include "analyzer/commands.h"
 #include "analyzer/npy_writer.h"
 #include "analyzer/recording.h"
+#include "analyzer/text.h"
 
 namespace acc::analyzer {
 namespace fs = std::filesystem;
@@ -42,11 +43,6 @@ constexpr const char* kUsage =
     "readable tensors are still exported), no tensor data (a level 0 or 1\n"
     "recording), or no record matching --name.\n";
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 std::string safeFileName(const std::string& s) {
   std::string out = s;
   for (char& c : out) {
@@ -74,7 +70,7 @@ std::optional<int> parse(const std::vector<std::string>& args, Options& o) {
     } else if (a == "--format" && has_value) {
       o.format = args[++i];
     } else if (a == "--name" && has_value) {
-      o.names.push_back(lower(args[++i]));
+      o.names.push_back(lowerCase(args[++i]));
     } else if (a == "--rank" && has_value) {
       char* end = nullptr;
       o.rank = std::strtoll(args[i + 1].c_str(), &end, 10);
@@ -117,7 +113,7 @@ class Exporter {
 
   bool wanted(const format::OpRecord& r) const {
     if (o_.names.empty()) return true;
-    std::string name = lower(r.name);
+    std::string name = lowerCase(r.name);
     return std::any_of(o_.names.begin(), o_.names.end(),
                        [&](const std::string& n) { return name.find(n) != std::string::npos; });
   }

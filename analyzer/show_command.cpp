@@ -43,11 +43,6 @@ std::string opPrefix(const std::string& name) {
   return name;
 }
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 std::string num(double v) { return numberText(v, "%.9g"); }
 
 void printRecord(const format::OpRecord& r, int64_t rank, const format::StackRecord* stack) {
@@ -108,7 +103,7 @@ void visit(Search& s, format::OpRecord&& r) {
   }
   if (opPrefix(r.name) == s.prefix) {
     if (s.same_op.size() < 2000) s.same_op.insert(r.name);
-  } else if (s.similar.size() < kMaxSuggestions && lower(r.name).find(lower(s.prefix.substr(s.prefix.rfind(':') + 1))) != std::string::npos) {
+  } else if (s.similar.size() < kMaxSuggestions && lowerCase(r.name).find(lowerCase(s.prefix.substr(s.prefix.rfind(':') + 1))) != std::string::npos) {
     s.similar.insert(r.name);
   }
 }

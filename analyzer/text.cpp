@@ -1,5 +1,6 @@
 #include "analyzer/text.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 
@@ -9,6 +10,11 @@ std::string shapeText(const std::vector<int64_t>& shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + "]";
+}
+
+std::string lowerCase(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
 }
 
 std::string numberText(double v, const char* format) {

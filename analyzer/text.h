@@ -10,6 +10,9 @@ namespace acc::analyzer {
 // [2, 3, 4]
 std::string shapeText(const std::vector<int64_t>& shape);
 
+// ASCII lower case, for case-insensitive name matching.
+std::string lowerCase(std::string s);
+
 // printf-formatted number, with nan, inf and -inf spelled out.
 std::string numberText(double v, const char* format = "%.6g");
 

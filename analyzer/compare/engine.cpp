@@ -10,14 +10,10 @@
 #include "analyzer/compare/origins.h"
 #include "analyzer/compare/scan.h"
 #include "analyzer/compare/stream.h"
+#include "analyzer/text.h"
 
 namespace acc::analyzer {
 namespace {
-
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 std::vector<std::string> stackOf(const ScannedRank& rank, uint64_t stack_id) {
   std::vector<std::string> frames;
@@ -84,9 +80,9 @@ void attachStacks(const ScannedRank& rank, const std::vector<RecordMeta>& metas,
 bool opSelected(const std::vector<std::string>& op_list, const std::string& op, const std::string& name,
                 const std::string& grad_fn) {
   if (op_list.empty()) return true;
-  const std::string a = lower(op), b = lower(name), c = lower(grad_fn);
+  const std::string a = lowerCase(op), b = lowerCase(name), c = lowerCase(grad_fn);
   for (const std::string& want : op_list) {
-    const std::string w = lower(want);
+    const std::string w = lowerCase(want);
     if (a.find(w) != std::string::npos || b.find(w) != std::string::npos || c.find(w) != std::string::npos) {
       return true;
     }
