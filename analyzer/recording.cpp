@@ -62,11 +62,27 @@ std::string ReadDamage::describe(const std::string& file) const {
   if (truncated_bytes) out += " ends in an incomplete frame (" + std::to_string(truncated_bytes) + " bytes ignored; the recording process did not finish)";
   if (corrupt_frames) out += " " + std::to_string(corrupt_frames) + " corrupt frame(s) skipped";
   if (corrupt_records) out += " " + std::to_string(corrupt_records) + " corrupt record(s) skipped";
+  if (missing_data) out += " " + std::to_string(missing_data) + " tensor(s) without their data (compared on statistics)";
   return out + "; the readable records are used";
 }
 
-ReadDamage forEachRecord(const std::string& file,
-                         const std::function<void(format::RecordKind, std::string_view)>& visit) {
+format::OpRecord RawRecord::decodeOp(bool with_data) const {
+  format::OpRecord r = format::decodeOp(body, with_data, data_offset_);
+  if (!with_data) return r;
+  for (format::Tensor& t : r.tensors) {
+    if (!t.has_data || t.data.size() == t.data_size) continue;  // inline (v1), or no bytes
+    t.data.resize(t.data_size);
+    if (!file_.readData(t.data_offset, t.data_size, t.data.data())) {
+      t.data.clear();
+      t.data.shrink_to_fit();
+      t.has_data = false;
+      ++damage_.missing_data;
+    }
+  }
+  return r;
+}
+
+ReadDamage forEachRecord(const std::string& file, const std::function<void(const RawRecord&)>& visit) {
   std::unique_ptr<format::FrameReader> opened;
   try {
     opened = std::make_unique<format::FrameReader>(file);
@@ -83,7 +99,7 @@ ReadDamage forEachRecord(const std::string& file,
     try {
       while (cursor.next(kind, body)) {
         try {
-          visit(kind, body);
+          visit(RawRecord(kind, body, cursor.dataOffset(), reader, damage));
         } catch (const format::FormatError&) {
           ++damage.corrupt_records;
         }
@@ -92,7 +108,7 @@ ReadDamage forEachRecord(const std::string& file,
       ++damage.corrupt_records;  // the rest of this frame cannot be delimited
     }
   }
-  damage.corrupt_frames = reader.corruptFrames();
+  damage.corrupt_frames = reader.corruptFrames() + reader.corruptDataFrames();
   damage.truncated_bytes = reader.truncatedBytes();
   return damage;
 }
@@ -101,11 +117,11 @@ ReadDamage readRecords(const RankRecording& rank, const ReadOptions& options,
                        const std::function<void(format::OpRecord&&)>& on_op,
                        std::map<uint64_t, format::StackRecord>& stacks) {
   return forEachRecord((fs::path(rank.dir) / kRecordsFile).string(),
-                       [&](format::RecordKind kind, std::string_view body) {
-                         if (kind == format::RecordKind::Op) {
-                           on_op(format::decodeOp(body, options.with_data));
-                         } else if (kind == format::RecordKind::Stack) {
-                           format::StackRecord s = format::decodeStack(body);
+                       [&](const RawRecord& record) {
+                         if (record.kind == format::RecordKind::Op) {
+                           on_op(record.decodeOp(options.with_data));
+                         } else if (record.kind == format::RecordKind::Stack) {
+                           format::StackRecord s = format::decodeStack(record.body);
                            stacks[s.id] = std::move(s);
                          }
                        });

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "format/frame.h"
 #include "format/record.h"
 
 namespace acc::analyzer {
@@ -33,8 +34,31 @@ struct ReadDamage {
   uint64_t corrupt_frames = 0;
   uint64_t corrupt_records = 0;
   uint64_t truncated_bytes = 0;
-  bool any() const { return corrupt_frames + corrupt_records + truncated_bytes != 0; }
+  uint64_t missing_data = 0;  // tensors whose recorded bytes could not be read
+  bool any() const { return corrupt_frames + corrupt_records + truncated_bytes + missing_data != 0; }
   std::string describe(const std::string& file) const;
+};
+
+// One record as forEachRecord meets it.
+class RawRecord {
+ public:
+  RawRecord(format::RecordKind kind, std::string_view body, uint64_t data_offset, format::FrameReader& file,
+            ReadDamage& damage)
+      : kind(kind), body(body), data_offset_(data_offset), file_(file), damage_(damage) {}
+
+  // Throws FormatError on a malformed body. `with_data` loads the tensor
+  // bytes too (inline in format v1, from the data frames in v2); a tensor
+  // whose bytes cannot be read keeps its statistics, loses has_data and is
+  // counted in ReadDamage::missing_data.
+  format::OpRecord decodeOp(bool with_data) const;
+
+  const format::RecordKind kind;
+  const std::string_view body;
+
+ private:
+  uint64_t data_offset_;
+  format::FrameReader& file_;
+  ReadDamage& damage_;
 };
 
 struct ReadOptions {
@@ -44,8 +68,7 @@ struct ReadOptions {
 // Calls `visit` with every record of `file` (records.acc) in file order. A
 // FormatError thrown by `visit` counts the record as corrupt; reading goes
 // on. Throws InputError when the file cannot be opened as a recording.
-ReadDamage forEachRecord(const std::string& file,
-                         const std::function<void(format::RecordKind, std::string_view)>& visit);
+ReadDamage forEachRecord(const std::string& file, const std::function<void(const RawRecord&)>& visit);
 
 // Calls `on_op` for each op record in file order and collects stacks.
 ReadDamage readRecords(const RankRecording& rank, const ReadOptions& options,

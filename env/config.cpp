@@ -140,7 +140,8 @@ const std::vector<Variable>& variables() {
       {"ACC_STACK", "none", "none, python, native or both"},
       {"ACC_NESTED", "0", "0 (top-level ops only) or 1 (every op)"},
       {"ACC_BUFFER_MB", "256", "an integer 1..65536: MiB of records in flight to the writer"},
-      {"ACC_ZSTD_LEVEL", "1", "an integer 1..19"},
+      {"ACC_ZSTD_LEVEL", "1", "an integer 1..19: zstd level of record frames"},
+      {"ACC_DATA_ZSTD_LEVEL", "-1", "an integer -100..19 except 0: zstd level of tensor data (negative: faster, larger)"},
       {"ACC_FRAME_KB", "1024", "an integer 16..65536: uncompressed KiB per frame"},
       {"ACC_ON_FULL", "wait", "wait (the op waits for the writer) or drop (count and drop)"},
       {"ACC_QUIET", "0", "0 or 1: 1 silences the start and end lines on stderr"},
@@ -232,6 +233,12 @@ ParseResult parse(const Lookup& lookup, char** environment) {
   p.field("ACC_NESTED", boolean(c.nested));
   p.field("ACC_BUFFER_MB", integer(c.buffer_mb, 1, 65536));
   p.field("ACC_ZSTD_LEVEL", integer(c.zstd_level, 1, 19));
+  p.field("ACC_DATA_ZSTD_LEVEL", [&](const std::string& v) {
+    auto level = parseInt(v, -100, 19);  // zstd reads 0 as its default level (3): ask for 3
+    if (!level || *level == 0) return false;
+    c.data_zstd_level = static_cast<int>(*level);
+    return true;
+  });
   p.field("ACC_FRAME_KB", integer(c.frame_kb, 16, 65536));
   p.field("ACC_ON_FULL", [&](const std::string& v) {
     std::string m = lower(v);

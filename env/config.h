@@ -38,7 +38,8 @@ struct Config {
   StackMode stack = StackMode::None;
   bool nested = false;
   uint64_t buffer_mb = 256;
-  int zstd_level = 1;
+  int zstd_level = 1;        // record frames
+  int data_zstd_level = -1;  // data frames: float bytes barely compress, fast levels store them nearly as is
   uint64_t frame_kb = 1024;
   OnFull on_full = OnFull::Wait;
   bool quiet = false;

@@ -2,6 +2,10 @@
 
 #include <zstd.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstring>
 
 #include "format/bytes.h"
@@ -11,11 +15,30 @@ namespace acc::format {
 namespace {
 
 void putU32(std::string& out, uint32_t v) { out.append(reinterpret_cast<const char*>(&v), 4); }
+void putU64(std::string& out, uint64_t v) { out.append(reinterpret_cast<const char*>(&v), 8); }
 
 uint32_t getU32(const char* p) {
   uint32_t v;
   std::memcpy(&v, p, 4);
   return v;
+}
+
+uint64_t getU64(const char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+
+// Compresses `payload` after the `header_size` bytes already in `frame` and
+// patches the compressed size into bytes 4..7.
+void compressInto(ZSTD_CCtx* ctx, std::string_view payload, size_t header_size, std::string& frame) {
+  size_t bound = ZSTD_compressBound(payload.size());
+  frame.resize(header_size + bound);
+  size_t n = ZSTD_compress2(ctx, frame.data() + header_size, bound, payload.data(), payload.size());
+  if (ZSTD_isError(n)) throw FormatError(std::string("zstd: ") + ZSTD_getErrorName(n));
+  frame.resize(header_size + n);
+  uint32_t size32 = static_cast<uint32_t>(n);
+  std::memcpy(frame.data() + 4, &size32, 4);
 }
 
 }  // namespace
@@ -45,17 +68,24 @@ void FrameEncoder::encode(std::string_view payload, std::string& frame) {
   putU32(frame, kFrameMagic);
   putU32(frame, 0);  // compressed size, patched below
   putU32(frame, static_cast<uint32_t>(payload.size()));
-  size_t bound = ZSTD_compressBound(payload.size());
-  frame.resize(kFrameHeaderSize + bound);
-  size_t n = ZSTD_compress2(impl_->ctx, frame.data() + kFrameHeaderSize, bound, payload.data(),
-                            payload.size());
-  if (ZSTD_isError(n)) throw FormatError(std::string("zstd: ") + ZSTD_getErrorName(n));
-  frame.resize(kFrameHeaderSize + n);
-  uint32_t size32 = static_cast<uint32_t>(n);
-  std::memcpy(frame.data() + 4, &size32, 4);
+  compressInto(impl_->ctx, payload, kFrameHeaderSize, frame);
 }
 
-FrameReader::FrameReader(const std::string& path) : path_(path) {
+void FrameEncoder::encodeData(std::string_view payload, uint64_t stream_offset, std::string& frame) {
+  frame.clear();
+  putU32(frame, kDataFrameMagic);
+  putU32(frame, 0);
+  putU32(frame, static_cast<uint32_t>(payload.size()));
+  putU64(frame, stream_offset);
+  compressInto(impl_->ctx, payload, kDataFrameHeaderSize, frame);
+}
+
+struct FrameReader::Decompressor {
+  ZSTD_DCtx* ctx = ZSTD_createDCtx();
+  ~Decompressor() { ZSTD_freeDCtx(ctx); }
+};
+
+FrameReader::FrameReader(const std::string& path) : path_(path), dctx_(std::make_unique<Decompressor>()) {
   file_ = std::fopen(path.c_str(), "rb");
   if (file_ == nullptr) throw FormatError(path + ": " + std::strerror(errno));
   char header[kFileHeaderSize];
@@ -73,6 +103,8 @@ FrameReader::FrameReader(const std::string& path) : path_(path) {
                       " is newer than this reader's " + std::to_string(kFormatVersion) +
                       "; update acc-analyzer");
   }
+  struct stat st;
+  if (::fstat(fileno(file_), &st) == 0) file_size_ = static_cast<uint64_t>(st.st_size);
 }
 
 FrameReader::~FrameReader() {
@@ -88,7 +120,7 @@ bool FrameReader::resync() {
   while ((c = std::fgetc(file_)) != EOF) {
     ++pos;
     window = (window >> 8) | (static_cast<uint32_t>(c) << 24);
-    if (pos - start >= 4 && window == kFrameMagic) {
+    if (pos - start >= 4 && (window == kFrameMagic || (version_ >= 2 && window == kDataFrameMagic))) {
       std::fseek(file_, pos - 4, SEEK_SET);
       return true;
     }
@@ -107,6 +139,10 @@ bool FrameReader::next(std::string& payload) {
       return false;
     }
     uint32_t magic = getU32(header), csize = getU32(header + 4), usize = getU32(header + 8);
+    if (magic == kDataFrameMagic && version_ >= 2) {
+      if (skipDataFrame(frame_start, header)) continue;
+      return false;
+    }
     if (magic != kFrameMagic || usize > kMaxFramePayload || csize > kMaxFramePayload) {
       ++corrupt_;
       std::fseek(file_, frame_start + 1, SEEK_SET);
@@ -127,7 +163,7 @@ bool FrameReader::next(std::string& payload) {
       return false;
     }
     payload.resize(usize);
-    size_t n = ZSTD_decompress(payload.data(), usize, compressed_.data(), csize);
+    size_t n = ZSTD_decompressDCtx(dctx_->ctx, payload.data(), usize, compressed_.data(), csize);
     if (ZSTD_isError(n) || n != usize) {
       ++corrupt_;
       std::fseek(file_, frame_start + 1, SEEK_SET);
@@ -137,6 +173,86 @@ bool FrameReader::next(std::string& payload) {
     ++frames_;
     return true;
   }
+}
+
+// Indexes the data frame at `frame_start` (its first 12 header bytes read)
+// and moves past it; false at the end of the file.
+bool FrameReader::skipDataFrame(long frame_start, const char* header) {
+  char rest[kDataFrameHeaderSize - kFrameHeaderSize];
+  size_t got = std::fread(rest, 1, sizeof rest, file_);
+  const uint32_t csize = getU32(header + 4), usize = getU32(header + 8);
+  const uint64_t body = static_cast<uint64_t>(frame_start) + kDataFrameHeaderSize;
+  if (got == sizeof rest && body + csize > file_size_) {
+    struct stat st;  // the file may still be growing
+    if (::fstat(fileno(file_), &st) == 0) file_size_ = static_cast<uint64_t>(st.st_size);
+  }
+  if (got < sizeof rest || usize > kMaxFramePayload || csize > kMaxFramePayload || body + csize > file_size_) {
+    // A torn last frame, or a corrupt header: only a later frame tells.
+    std::fseek(file_, frame_start + 1, SEEK_SET);
+    if (resync()) {
+      ++corrupt_;
+      return true;
+    }
+    truncated_ += file_size_ > static_cast<uint64_t>(frame_start) ? file_size_ - frame_start : 0;
+    return false;
+  }
+  DataFrameRef ref{body, csize, usize, getU64(rest)};
+  auto at = std::upper_bound(data_frames_.begin(), data_frames_.end(), ref.stream_offset,
+                             [](uint64_t o, const DataFrameRef& f) { return o < f.stream_offset; });
+  const size_t index = static_cast<size_t>(at - data_frames_.begin());
+  data_frames_.insert(at, ref);
+  bad_data_.insert(bad_data_.begin() + static_cast<long>(index), 0);
+  if (cached_ != SIZE_MAX && cached_ >= index) ++cached_;
+  std::fseek(file_, static_cast<long>(body + csize), SEEK_SET);
+  return true;
+}
+
+// Decompresses data frame `index` into `out` (its full size); a failure
+// marks the frame bad and is counted once.
+bool FrameReader::inflateDataFrame(size_t index, char* out) {
+  const DataFrameRef& f = data_frames_[index];
+  compressed_.resize(f.compressed);
+  ssize_t got = ::pread(fileno(file_), compressed_.data(), f.compressed, static_cast<off_t>(f.file_offset));
+  size_t n = got == static_cast<ssize_t>(f.compressed)
+                 ? ZSTD_decompressDCtx(dctx_->ctx, out, f.size, compressed_.data(), f.compressed)
+                 : 0;
+  if (got == static_cast<ssize_t>(f.compressed) && !ZSTD_isError(n) && n == f.size) return true;
+  ++corrupt_data_;
+  bad_data_[index] = 1;
+  return false;
+}
+
+bool FrameReader::readData(uint64_t offset, uint64_t size, char* out) {
+  if (size == 0) return true;
+  const uint64_t end = offset + size;
+  // The last frame starting at or before `offset`.
+  auto it = std::upper_bound(data_frames_.begin(), data_frames_.end(), offset,
+                             [](uint64_t o, const DataFrameRef& f) { return o < f.stream_offset; });
+  if (it == data_frames_.begin()) return false;
+  size_t i = static_cast<size_t>(it - data_frames_.begin()) - 1;
+  uint64_t pos = offset;
+  for (; pos < end && i < data_frames_.size(); ++i) {
+    const DataFrameRef& f = data_frames_[i];
+    const uint64_t frame_end = f.stream_offset + f.size;
+    if (f.stream_offset > pos) return false;  // a gap: that frame is lost
+    if (frame_end <= pos) continue;
+    const uint64_t n = std::min(frame_end, end) - pos;
+    if (bad_data_[i]) return false;
+    if (f.stream_offset == pos && n == f.size && cached_ != i) {
+      // The whole frame is wanted: decompress straight into place.
+      if (!inflateDataFrame(i, out + (pos - offset))) return false;
+    } else {
+      if (cached_ != i) {
+        cache_.resize(f.size);
+        cached_ = SIZE_MAX;
+        if (!inflateDataFrame(i, cache_.data())) return false;
+        cached_ = i;
+      }
+      std::memcpy(out + (pos - offset), cache_.data() + (pos - f.stream_offset), n);
+    }
+    pos += n;
+  }
+  return pos == end;
 }
 
 }  // namespace acc::format

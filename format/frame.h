@@ -1,7 +1,12 @@
 // Append-only files of self-delimiting zstd frames. A file is a 16-byte
-// header followed by frames; each frame is a 12-byte header (magic, sizes)
-// and one zstd frame carrying its own content checksum. A crash can only
-// leave an incomplete last frame, which readers detect and skip.
+// header followed by frames; each frame is a header (magic, sizes) and one
+// zstd frame carrying its own content checksum. A crash can only leave an
+// incomplete last frame, which readers detect and skip.
+//
+// Record frames hold records. Data frames (format v2) hold slices of the
+// data stream, the concatenated tensor bytes, and their header says where
+// the slice starts; readers skip them without decompressing until a
+// record's bytes are asked for.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +14,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace acc::format {
 
@@ -17,6 +23,8 @@ constexpr size_t kFileHeaderSize = 16;
 constexpr uint32_t kFrameMagic = 0x46434341;  // "ACCF"
 constexpr size_t kFrameHeaderSize = 12;
 constexpr uint32_t kMaxFramePayload = 1u << 30;
+constexpr uint32_t kDataFrameMagic = 0x44434341;  // "ACCD"
+constexpr size_t kDataFrameHeaderSize = 20;       // magic, sizes, u64 stream offset
 
 std::string fileHeader();
 
@@ -28,13 +36,23 @@ class FrameEncoder {
   FrameEncoder(const FrameEncoder&) = delete;
   FrameEncoder& operator=(const FrameEncoder&) = delete;
   void encode(std::string_view payload, std::string& frame);
+  // A data frame: `payload` is the data stream from `stream_offset` on.
+  void encodeData(std::string_view payload, uint64_t stream_offset, std::string& frame);
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 
-// Reads frames one at a time, so memory stays bounded by the largest frame.
+// Where one data frame is in the file and what part of the stream it holds.
+struct DataFrameRef {
+  uint64_t file_offset = 0;  // of its compressed bytes
+  uint32_t compressed = 0, size = 0;
+  uint64_t stream_offset = 0;
+};
+
+// Reads record frames one at a time, so memory stays bounded by the largest
+// frame; data frames are indexed on the way and decompressed only on demand.
 class FrameReader {
  public:
   explicit FrameReader(const std::string& path);  // throws FormatError
@@ -42,22 +60,38 @@ class FrameReader {
   FrameReader(const FrameReader&) = delete;
   FrameReader& operator=(const FrameReader&) = delete;
 
-  // Fills `payload` with the next intact frame; false at the end. A corrupt
-  // frame is counted and skipped by searching for the next frame header.
+  // Fills `payload` with the next intact record frame; false at the end. A
+  // corrupt frame is counted and skipped by searching for the next header.
   bool next(std::string& payload);
 
-  uint64_t framesRead() const { return frames_; }
+  // Copies [offset, offset + size) of the data stream into `out`, from the
+  // data frames passed so far (the writer puts data before the records that
+  // refer to it). False when part of it is missing or corrupt.
+  bool readData(uint64_t offset, uint64_t size, char* out);
+
+  uint64_t framesRead() const { return frames_; }  // record frames
+  uint64_t dataFramesSeen() const { return data_frames_.size(); }
   uint64_t corruptFrames() const { return corrupt_; }
+  uint64_t corruptDataFrames() const { return corrupt_data_; }  // found by readData
   uint64_t truncatedBytes() const { return truncated_; }  // incomplete tail
   uint16_t version() const { return version_; }
 
  private:
   bool resync();
+  bool skipDataFrame(long frame_start, const char* header);
+  bool inflateDataFrame(size_t index, char* out);
   std::FILE* file_ = nullptr;
   std::string path_;
   uint16_t version_ = 0;
-  uint64_t frames_ = 0, corrupt_ = 0, truncated_ = 0;
+  uint64_t file_size_ = 0;
+  uint64_t frames_ = 0, corrupt_ = 0, corrupt_data_ = 0, truncated_ = 0;
   std::string compressed_;
+  std::vector<DataFrameRef> data_frames_;  // in stream order
+  std::vector<char> bad_data_;             // per data frame: failed to decompress
+  size_t cached_ = SIZE_MAX;               // data frame held in cache_
+  std::string cache_;
+  struct Decompressor;
+  std::unique_ptr<Decompressor> dctx_;
 };
 
 }  // namespace acc::format

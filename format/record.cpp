@@ -44,6 +44,10 @@ Stats decodeStats(ByteReader& r) {
   return s;
 }
 
+// Tensor flags. v1 writes kHasData alone, with the bytes inline; v2 adds
+// kDataInStream and writes only their size.
+constexpr uint8_t kHasStats = 1, kHasData = 2, kDataInStream = 4;
+
 void encodeTensor(const Tensor& t, ByteWriter& w) {
   w.u8(static_cast<uint8_t>(t.role));
   w.varint(t.position);
@@ -54,12 +58,12 @@ void encodeTensor(const Tensor& t, ByteWriter& w) {
   for (int64_t d : t.shape) w.zigzag(d);
   w.varint(t.strides.size());
   for (int64_t s : t.strides) w.zigzag(s);
-  w.u8(static_cast<uint8_t>((t.has_stats ? 1 : 0) | (t.has_data ? 2 : 0)));
+  w.u8(static_cast<uint8_t>((t.has_stats ? kHasStats : 0) | (t.has_data ? kHasData | kDataInStream : 0)));
   if (t.has_stats) encodeStats(t.stats, w);
-  if (t.has_data) w.str(t.data);
+  if (t.has_data) w.varint(t.data.size());
 }
 
-Tensor decodeTensor(ByteReader& r, bool with_data) {
+Tensor decodeTensor(ByteReader& r, bool with_data, uint64_t& data_offset) {
   Tensor t;
   uint8_t role = r.u8();
   if (role > static_cast<uint8_t>(Role::GradOut)) throw FormatError("unknown tensor role");
@@ -75,11 +79,17 @@ Tensor decodeTensor(ByteReader& r, bool with_data) {
   if (nstrides > 64) throw FormatError("tensor has more than 64 strides");
   for (uint64_t i = 0; i < nstrides; ++i) t.strides.push_back(r.zigzag());
   uint8_t flags = r.u8();
-  t.has_stats = (flags & 1) != 0;
-  t.has_data = (flags & 2) != 0;
+  if (flags & ~(kHasStats | kHasData | kDataInStream)) throw FormatError("unknown tensor flags");
+  t.has_stats = (flags & kHasStats) != 0;
+  t.has_data = (flags & kHasData) != 0;
   if (t.has_stats) t.stats = decodeStats(r);
-  if (t.has_data) {
+  if (t.has_data && (flags & kDataInStream)) {
+    t.data_size = r.varint();
+    t.data_offset = data_offset;
+    data_offset += t.data_size;
+  } else if (t.has_data) {
     std::string_view bytes = r.view(r.varint());
+    t.data_size = bytes.size();
     if (with_data) t.data.assign(bytes);
   }
   return t;
@@ -115,6 +125,12 @@ const char* roleName(Role r) {
 
 const char* passName(Pass p) { return p == Pass::Forward ? "fwd" : "bwd"; }
 
+uint64_t OpRecord::dataSize() const {
+  uint64_t n = 0;
+  for (const Tensor& t : tensors) n += t.has_data ? t.data_size : 0;
+  return n;
+}
+
 uint64_t Tensor::numel() const {
   uint64_t n = 1;
   for (int64_t d : shape) n *= static_cast<uint64_t>(d < 0 ? 0 : d);
@@ -148,6 +164,33 @@ void encode(const OpRecord& r, std::string& out) {
   frameRecord(RecordKind::Op, body, out);
 }
 
+void appendData(const OpRecord& r, std::string& out) {
+  for (const Tensor& t : r.tensors) {
+    if (t.has_data) out.append(t.data);
+  }
+}
+
+void splitRecord(std::string_view item, std::string_view& record, std::string_view& data) {
+  ByteReader r(item);
+  uint64_t len = r.varint();
+  size_t header = item.size() - r.remaining();
+  if (len == 0 || len > r.remaining()) throw FormatError("item does not start with a whole record");
+  record = item.substr(0, header + len);
+  data = item.substr(header + len);
+}
+
+void wrapWithDataOffset(std::string_view record, uint64_t data_offset, std::string& out) {
+  ByteReader r(record);
+  uint64_t len = r.varint();
+  std::string_view inner = r.view(len);
+  if (len == 0 || static_cast<RecordKind>(inner[0]) != RecordKind::Op) throw FormatError("not an op record");
+  std::string body;
+  ByteWriter w(body);
+  w.varint(data_offset);
+  w.raw(inner.data() + 1, inner.size() - 1);
+  frameRecord(RecordKind::DataOp, body, out);
+}
+
 void encode(const StackRecord& r, std::string& out) {
   std::string body;
   ByteWriter w(body);
@@ -169,10 +212,17 @@ bool RecordCursor::next(RecordKind& kind, std::string_view& body) {
   rest_ = rest_.substr(rest_.size() - r.remaining());
   kind = static_cast<RecordKind>(static_cast<uint8_t>(record[0]));
   body = record.substr(1);
+  data_offset_ = 0;
+  if (kind == RecordKind::DataOp) {
+    ByteReader inner(body);
+    data_offset_ = inner.varint();
+    body = body.substr(body.size() - inner.remaining());
+    kind = RecordKind::Op;
+  }
   return true;
 }
 
-OpRecord decodeOp(std::string_view body, bool with_data) {
+OpRecord decodeOp(std::string_view body, bool with_data, uint64_t data_offset) {
   ByteReader r(body);
   OpRecord o;
   o.index = r.varint();
@@ -199,7 +249,7 @@ OpRecord decodeOp(std::string_view body, bool with_data) {
     o.scalars.push_back(std::move(s));
   }
   uint64_t ntensors = r.varint();
-  for (uint64_t i = 0; i < ntensors; ++i) o.tensors.push_back(decodeTensor(r, with_data));
+  for (uint64_t i = 0; i < ntensors; ++i) o.tensors.push_back(decodeTensor(r, with_data, data_offset));
   if (!r.done()) throw FormatError("op record has trailing bytes");
   return o;
 }

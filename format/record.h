@@ -8,8 +8,9 @@
 
 namespace acc::format {
 
-// Bumped whenever the encoding of a record changes; readers refuse newer ones.
-constexpr uint16_t kFormatVersion = 1;
+// Bumped whenever the encoding of a record changes; readers refuse newer ones
+// and still read every older one (docs/FORMAT.md, "Version history").
+constexpr uint16_t kFormatVersion = 2;
 
 enum class Dtype : uint8_t {
   Unknown = 0, Bool, UInt8, Int8, Int16, Int32, Int64,
@@ -45,8 +46,10 @@ struct Tensor {
   std::vector<int64_t> strides;
   bool has_stats = false;
   Stats stats;
-  bool has_data = false;
-  std::string data;  // row-major contiguous, little-endian element bytes
+  bool has_data = false;     // element bytes were recorded (level 2)
+  uint64_t data_size = 0;    // their size
+  uint64_t data_offset = 0;  // v2: where they start in the file's data stream
+  std::string data;          // the bytes once loaded: row-major contiguous, little-endian
 
   uint64_t numel() const;
 };
@@ -72,6 +75,8 @@ struct OpRecord {
   uint64_t start_ns = 0, end_ns = 0;
   std::vector<Scalar> scalars;
   std::vector<Tensor> tensors;
+
+  uint64_t dataSize() const;  // bytes of all tensors' recorded data
 };
 
 enum class FrameKind : uint8_t { Python = 0, Native = 1 };
@@ -86,25 +91,44 @@ struct StackRecord {
   std::vector<StackFrame> frames;  // innermost first
 };
 
-enum class RecordKind : uint8_t { Stack = 1, Op = 2 };
+// DataOp wraps an Op record whose tensor bytes live in the data stream: its
+// body is varint(stream offset of those bytes) + the Op body. Only the
+// writer produces it; RecordCursor unwraps it.
+enum class RecordKind : uint8_t { Stack = 1, Op = 2, DataOp = 3 };
 
-// Appends one length-prefixed record to `out`.
+// Appends one length-prefixed record to `out`. Tensor bytes are not inline
+// (format v2): appendData() appends them, in tensor order, after the record.
 void encode(const OpRecord& r, std::string& out);
 void encode(const StackRecord& r, std::string& out);
+void appendData(const OpRecord& r, std::string& out);
+
+// Splits what encode() + appendData() produced into the record and its data.
+// Throws FormatError when `item` does not start with a whole record.
+void splitRecord(std::string_view item, std::string_view& record, std::string_view& data);
+
+// Appends a DataOp record: `record` (one encoded Op record) whose data starts
+// at `data_offset` in the data stream.
+void wrapWithDataOffset(std::string_view record, uint64_t data_offset, std::string& out);
 
 // Walks the length-prefixed records of one frame payload.
 class RecordCursor {
  public:
   explicit RecordCursor(std::string_view payload) : rest_(payload) {}
-  // Returns false at the end; throws FormatError on a malformed record.
+  // Returns false at the end; throws FormatError on a malformed record. A
+  // DataOp record comes out as kind Op with its body unwrapped, and
+  // dataOffset() tells where its tensor bytes start (0 for other records).
   bool next(RecordKind& kind, std::string_view& body);
+  uint64_t dataOffset() const { return data_offset_; }
 
  private:
   std::string_view rest_;
+  uint64_t data_offset_ = 0;
 };
 
-// `with_data` false skips the tensor bytes (listing needs only metadata).
-OpRecord decodeOp(std::string_view body, bool with_data = true);
+// `with_data` false skips inline tensor bytes (format v1; listing needs only
+// metadata). Bytes in the data stream (v2) are never loaded here: tensors get
+// their data_offset from `data_offset` and a reader fetches them.
+OpRecord decodeOp(std::string_view body, bool with_data = true, uint64_t data_offset = 0);
 StackRecord decodeStack(std::string_view body);
 
 }  // namespace acc::format

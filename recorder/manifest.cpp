@@ -25,6 +25,7 @@ nlohmann::json configToJson(const env::Config& c) {
       {"nested", c.nested},
       {"buffer_mb", c.buffer_mb},
       {"zstd_level", c.zstd_level},
+      {"data_zstd_level", c.data_zstd_level},
       {"frame_kb", c.frame_kb},
       {"on_full", c.on_full == env::OnFull::Wait ? "wait" : "drop"},
   };

@@ -74,6 +74,7 @@ struct OpContext : at::ObserverContext {
 void emitRecord(Session& s, std::unique_ptr<OpRecord> record) {
   auto bytes = std::make_unique<std::string>();
   format::encode(*record, *bytes);
+  format::appendData(*record, *bytes);
   s.counts().recorded.fetch_add(1, std::memory_order_relaxed);
   s.emit(std::move(bytes));
 }

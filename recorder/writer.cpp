@@ -4,11 +4,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
 #include "format/bytes.h"
-#include "format/frame.h"
 #include "format/record.h"
 
 namespace acc::recorder {
@@ -81,30 +81,19 @@ bool Writer::submit(std::unique_ptr<std::string> record) {
 }
 
 void Writer::run() {
-  format::FrameEncoder encoder(config_.zstd_level);
-  const size_t frame_bytes = config_.frame_kb << 10;
+  encoder_ = std::make_unique<format::FrameEncoder>(config_.zstd_level);
+  data_encoder_ = std::make_unique<format::FrameEncoder>(config_.data_zstd_level);
+  frame_bytes_ = config_.frame_kb << 10;
   auto last_flush = std::chrono::steady_clock::now();
   auto last_tick = last_flush;
   for (;;) {
     bool stopping = stopping_.load(std::memory_order_acquire);
     std::unique_ptr<std::string> item = queue_.tryPop();
-    if (item) {
-      payload_.append(*item);
-      ++(isOpRecord(*item) ? payload_records_ : payload_others_);
-    }
+    if (item) add(*item);
     auto now = std::chrono::steady_clock::now();
     bool due = !payload_.empty() && now - last_flush >= kFlushInterval;
-    if (payload_.size() >= frame_bytes || due || (!item && stopping)) {
-      if (!payload_.empty()) {
-        try {
-          encoder.encode(payload_, frame_);
-        } catch (const std::exception& e) {
-          frame_.clear();
-          std::lock_guard<std::mutex> lock(error_mutex_);
-          if (io_error_.empty()) io_error_ = e.what();
-        }
-        flush();
-      }
+    if (payload_.size() >= frame_bytes_ || due || (!item && stopping)) {
+      if (!payload_.empty()) flush();
       last_flush = now;
     }
     if (tick_ && now - last_tick >= kTickInterval) {
@@ -118,26 +107,92 @@ void Writer::run() {
   }
 }
 
-void Writer::flush() {
-  bool failed;
-  {
-    std::lock_guard<std::mutex> lock(error_mutex_);
-    failed = !io_error_.empty() || frame_.empty();
-  }
-  if (!failed) {
-    if (int err = writeAll(fd_, frame_.data(), frame_.size())) {
-      std::lock_guard<std::mutex> lock(error_mutex_);
-      io_error_ = std::string("write failed: ") + std::strerror(err);
-      failed = true;
+// Records go to the record payload; an op's tensor bytes go to the data
+// stream, and the record is wrapped with the offset they start at.
+void Writer::add(const std::string& item) {
+  const bool op = isOpRecord(item);
+  ++(op ? payload_records_ : payload_others_);
+  std::string_view record = item, data;
+  if (op) {
+    try {
+      format::splitRecord(item, record, data);
+    } catch (const format::FormatError&) {
+      record = item;  // isOpRecord() read its length: cannot happen
+      data = {};
     }
   }
-  if (failed) {
+  if (data.empty()) {
+    payload_.append(record);
+    return;
+  }
+  format::wrapWithDataOffset(record, data_offset_ + data_payload_.size(), payload_);
+  addData(data);
+}
+
+void Writer::addData(std::string_view data) {
+  while (!data.empty()) {
+    if (data_payload_.empty() && data.size() >= frame_bytes_) {
+      flushData(data.substr(0, frame_bytes_));  // whole frames straight from the item
+      data.remove_prefix(frame_bytes_);
+      continue;
+    }
+    const size_t n = std::min(frame_bytes_ - data_payload_.size(), data.size());
+    data_payload_.append(data.data(), n);
+    data.remove_prefix(n);
+    if (data_payload_.size() >= frame_bytes_) {
+      flushData(data_payload_);
+      data_payload_.clear();
+    }
+  }
+}
+
+void Writer::flushData(std::string_view data) {
+  try {
+    data_encoder_->encodeData(data, data_offset_, frame_);
+  } catch (const std::exception& e) {
+    frame_.clear();
+    std::lock_guard<std::mutex> lock(error_mutex_);
+    if (io_error_.empty()) io_error_ = e.what();
+  }
+  data_offset_ += data.size();
+  writeFrame();
+}
+
+// Writes frame_; false (and io_error_ set) when it or an earlier one failed.
+bool Writer::writeFrame() {
+  {
+    std::lock_guard<std::mutex> lock(error_mutex_);
+    if (!io_error_.empty() || frame_.empty()) return false;
+  }
+  if (int err = writeAll(fd_, frame_.data(), frame_.size())) {
+    std::lock_guard<std::mutex> lock(error_mutex_);
+    io_error_ = std::string("write failed: ") + std::strerror(err);
+    return false;
+  }
+  frames_ += 1;
+  bytes_ += frame_.size();
+  return true;
+}
+
+// The data a record frame refers to is written before it, so a crash never
+// leaves a record whose bytes are not on disk.
+void Writer::flush() {
+  if (!data_payload_.empty()) {
+    flushData(data_payload_);
+    data_payload_.clear();
+  }
+  try {
+    encoder_->encode(payload_, frame_);
+  } catch (const std::exception& e) {
+    frame_.clear();
+    std::lock_guard<std::mutex> lock(error_mutex_);
+    if (io_error_.empty()) io_error_ = e.what();
+  }
+  if (writeFrame()) {
+    written_ += payload_records_;
+  } else {
     lost_ += payload_records_;
     others_lost_ += payload_others_;
-  } else {
-    written_ += payload_records_;
-    frames_ += 1;
-    bytes_ += frame_.size();
   }
   payload_.clear();
   payload_records_ = 0;

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "env/config.h"
+#include "format/frame.h"
 #include "recorder/ring_buffer.h"
 
 namespace acc::recorder {
@@ -36,8 +37,9 @@ class Writer {
   Writer(const Writer&) = delete;
   Writer& operator=(const Writer&) = delete;
 
-  // Hands one encoded record to the writer. Never throws; returns false
-  // when the record was dropped (and counted).
+  // Hands one encoded record to the writer: format::encode() output, for an
+  // op record followed by its format::appendData() bytes. Never throws;
+  // returns false when the record was dropped (and counted).
   bool submit(std::unique_ptr<std::string> record);
 
   // Drains the queue, writes the last frame and joins the thread.
@@ -48,7 +50,11 @@ class Writer {
 
  private:
   void run();
+  void add(const std::string& item);
+  void addData(std::string_view data);
   void flush();
+  void flushData(std::string_view data);
+  bool writeFrame();
 
   env::Config config_;
   RingBuffer queue_;
@@ -64,6 +70,10 @@ class Writer {
   uint64_t payload_records_ = 0;  // op records in payload_
   uint64_t payload_others_ = 0;
   std::string frame_;
+  std::string data_payload_;   // the data stream not yet in a frame
+  uint64_t data_offset_ = 0;   // stream offset of data_payload_
+  std::unique_ptr<format::FrameEncoder> encoder_, data_encoder_;
+  size_t frame_bytes_ = 0;
 
   std::atomic<uint64_t> written_{0}, dropped_{0}, lost_{0}, frames_{0}, bytes_{0}, others_lost_{0};
   mutable std::mutex error_mutex_;

@@ -1,5 +1,9 @@
 #include "analyzer/compare/elements.h"
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include <cstring>
 
 namespace acc::analyzer {
@@ -30,6 +34,57 @@ double halfToDouble(uint16_t h) {
   }
   return sign ? -v : v;
 }
+
+void floatsToDouble(const char* p, size_t count, double* out) {
+  for (size_t i = 0; i < count; ++i) {
+    float f;
+    std::memcpy(&f, p + 4 * i, 4);
+    out[i] = f;
+  }
+}
+
+void bfloat16sToDouble(const char* p, size_t count, double* out) {
+  for (size_t i = 0; i < count; ++i) {
+    uint16_t h;
+    std::memcpy(&h, p + 2 * i, 2);
+    uint32_t bits = static_cast<uint32_t>(h) << 16;
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    out[i] = f;
+  }
+}
+
+// float32 and bfloat16 are the dtypes most comparisons read, and the
+// conversion is a third of compare's time when the compiler leaves it
+// scalar. Both widen exactly, like the loops above.
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) void floatsToDoubleAvx2(const char* p, size_t count, double* out) {
+  size_t i = 0;
+  for (; i + 8 <= count; i += 8) {
+    const __m256 v = _mm256_loadu_ps(reinterpret_cast<const float*>(p + 4 * i));
+    _mm256_storeu_pd(out + i, _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
+    _mm256_storeu_pd(out + i + 4, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+  }
+  floatsToDouble(p + 4 * i, count - i, out + i);
+}
+
+__attribute__((target("avx2"))) void bfloat16sToDoubleAvx2(const char* p, size_t count, double* out) {
+  size_t i = 0;
+  for (; i + 8 <= count; i += 8) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 * i));
+    const __m256 v = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    _mm256_storeu_pd(out + i, _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
+    _mm256_storeu_pd(out + i + 4, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+  }
+  bfloat16sToDouble(p + 2 * i, count - i, out + i);
+}
+
+const bool kAvx2 = __builtin_cpu_supports("avx2");
+#else
+void floatsToDoubleAvx2(const char* p, size_t count, double* out) { floatsToDouble(p, count, out); }
+void bfloat16sToDoubleAvx2(const char* p, size_t count, double* out) { bfloat16sToDouble(p, count, out); }
+const bool kAvx2 = false;
+#endif
 
 }  // namespace
 
@@ -69,20 +124,10 @@ void toDouble(const char* bytes, Dtype d, size_t first, size_t count, double* ou
       }
       return;
     }
-    case Dtype::BFloat16: {
-      const char* p = bytes + first * 2;
-      for (size_t i = 0; i < count; ++i) {
-        uint16_t h;
-        std::memcpy(&h, p + 2 * i, 2);
-        uint32_t bits = static_cast<uint32_t>(h) << 16;
-        float f;
-        std::memcpy(&f, &bits, sizeof f);
-        out[i] = f;
-      }
-      return;
-    }
+    case Dtype::BFloat16:
+      return (kAvx2 ? bfloat16sToDoubleAvx2 : bfloat16sToDouble)(bytes + first * 2, count, out);
     case Dtype::Float32:
-    case Dtype::Complex64: return convert<float>(bytes, first, count, out);
+    case Dtype::Complex64: return (kAvx2 ? floatsToDoubleAvx2 : floatsToDouble)(bytes + first * 4, count, out);
     case Dtype::Float64:
     case Dtype::Complex128: return convert<double>(bytes, first, count, out);
     case Dtype::Unknown: break;

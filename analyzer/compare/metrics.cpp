@@ -6,44 +6,21 @@
 #include <limits>
 #include <vector>
 
+#include "analyzer/compare/finite_sums.h"
+
 namespace acc::analyzer {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// 2^-k for the ULP of `x`: a ULP of the format at |x| is 2^(e - digits)
-// with |x| in [2^(e-1), 2^e), e clamped to the format's min_exponent.
-inline double inverseUlp(double x, const FloatFormat& f) {
-  uint64_t bits;
-  std::memcpy(&bits, &x, sizeof bits);
-  int biased = static_cast<int>((bits >> 52) & 0x7ff);
-  int e = biased == 0 ? -1022 : biased - 1022;
-  int k = std::max(e, f.min_exponent) - f.digits;
-  if (k >= -1022 && k <= 1022) {
-    uint64_t inv = static_cast<uint64_t>(1023 - k) << 52;
-    double v;
-    std::memcpy(&v, &inv, sizeof v);
-    return v;
-  }
-  return std::ldexp(1.0, -k);
-}
-
-// The same when 2^-k is a normal double for every x (all formats but float64).
-inline double inverseUlpInRange(double x, const FloatFormat& f) {
-  uint64_t bits;
-  std::memcpy(&bits, &x, sizeof bits);
-  int biased = static_cast<int>((bits >> 52) & 0x7ff);
-  int e = biased - 1022;
-  int k = (e > f.min_exponent ? e : f.min_exponent) - f.digits;
-  uint64_t inv = static_cast<uint64_t>(1023 - k) << 52;
-  double v;
-  std::memcpy(&v, &inv, sizeof v);
-  return v;
-}
-
 }  // namespace
 
 void MetricAccumulator::add(const double* b, const double* t, size_t count, const MetricParams& p) {
+  if (size_t done = addFiniteAvx2(b, t, count, p, s_)) {
+    total_ += done;
+    if (done < count) addWithSpecials(b + done, t + done, count - done, p);
+    return;
+  }
   // Blocks without NaN or Inf (the usual case) take a branch-free loop with
   // independent accumulators the compiler can keep in registers.
   constexpr uint64_t kExponent = 0x7ff0000000000000ULL;
@@ -55,64 +32,9 @@ void MetricAccumulator::add(const double* b, const double* t, size_t count, cons
     special |= static_cast<uint64_t>((x & kExponent) == kExponent) | static_cast<uint64_t>((y & kExponent) == kExponent);
   }
   if (special) return addWithSpecials(b, t, count, p);
-  size_t done;
-  if (p.ulp_format.digits == 0) {
-    done = addFinite<UlpMode::Integer>(b, t, count, p);
-  } else if (p.ulp_format.min_exponent - p.ulp_format.digits >= -1022) {
-    done = addFinite<UlpMode::InRange>(b, t, count, p);
-  } else {
-    done = addFinite<UlpMode::General>(b, t, count, p);
-  }
+  const size_t done = addFinitePortable(b, t, count, p, s_);
   total_ += done;
   if (done < count) addWithSpecials(b + done, t + done, count - done, p);
-}
-
-template <MetricAccumulator::UlpMode kMode>
-size_t MetricAccumulator::addFinite(const double* b, const double* t, size_t count, const MetricParams& p) {
-  constexpr size_t kLanes = 4;
-  double sum_abs[kLanes] = {}, sum_sq[kLanes] = {}, sum_b2[kLanes] = {}, sum_t2[kLanes] = {}, dot[kLanes] = {};
-  double max_abs[kLanes] = {}, max_rel[kLanes] = {}, max_ulp[kLanes] = {};
-  uint64_t within1[kLanes] = {}, within5[kLanes] = {};
-  const double small = p.small;
-  const FloatFormat f = p.ulp_format;
-  size_t i = 0;
-  for (; i + kLanes <= count; i += kLanes) {
-#pragma GCC unroll 4
-    for (size_t l = 0; l < kLanes; ++l) {
-      const double x = b[i + l], y = t[i + l];
-      const double d = y - x, a = std::fabs(d);
-      sum_abs[l] += a;
-      sum_sq[l] += d * d;
-      sum_b2[l] += x * x;
-      sum_t2[l] += y * y;
-      dot[l] += x * y;
-      max_abs[l] = a > max_abs[l] ? a : max_abs[l];
-      const double ax = std::fabs(x);
-      const double rel = a / (ax > small ? ax : small);
-      max_rel[l] = rel > max_rel[l] ? rel : max_rel[l];
-      within1[l] += rel <= 1e-3;
-      within5[l] += rel <= 5e-3;
-      double ulps;
-      if constexpr (kMode == UlpMode::Integer) ulps = a;
-      else if constexpr (kMode == UlpMode::InRange) ulps = a * inverseUlpInRange(x, f);
-      else ulps = a * inverseUlp(x, f);
-      max_ulp[l] = ulps > max_ulp[l] ? ulps : max_ulp[l];
-    }
-  }
-  finite_ += i;
-  for (size_t l = 0; l < kLanes; ++l) {
-    sum_abs_ += sum_abs[l];
-    sum_sq_ += sum_sq[l];
-    sum_b2_ += sum_b2[l];
-    sum_t2_ += sum_t2[l];
-    dot_ += dot[l];
-    max_abs_ = std::max(max_abs_, max_abs[l]);
-    max_rel_ = std::max(max_rel_, max_rel[l]);
-    max_ulp_ = std::max(max_ulp_, max_ulp[l]);
-    within1_ += within1[l];
-    within5_ += within5[l];
-  }
-  return i;
 }
 
 void MetricAccumulator::addWithSpecials(const double* b, const double* t, size_t count, const MetricParams& p) {
@@ -132,39 +54,39 @@ void MetricAccumulator::addWithSpecials(const double* b, const double* t, size_t
       }
       continue;
     }
-    ++finite_;
+    ++s_.finite;
     const double d = y - x, a = std::fabs(d);
-    sum_abs_ += a;
-    sum_sq_ += d * d;
-    sum_b2_ += x * x;
-    sum_t2_ += y * y;
-    dot_ += x * y;
-    max_abs_ = std::max(max_abs_, a);
+    s_.sum_abs += a;
+    s_.sum_sq += d * d;
+    s_.sum_b2 += x * x;
+    s_.sum_t2 += y * y;
+    s_.dot += x * y;
+    s_.max_abs = std::max(s_.max_abs, a);
     const double rel = a / std::max(std::fabs(x), p.small);
-    max_rel_ = std::max(max_rel_, rel);
-    within1_ += rel <= 1e-3;
-    within5_ += rel <= 5e-3;
+    s_.max_rel = std::max(s_.max_rel, rel);
+    s_.within1 += rel <= 1e-3;
+    s_.within5 += rel <= 5e-3;
     const double ulps = integer ? a : a * inverseUlp(x, p.ulp_format);
-    max_ulp_ = std::max(max_ulp_, ulps);
+    s_.max_ulp = std::max(s_.max_ulp, ulps);
   }
 }
 
 void MetricAccumulator::merge(const MetricAccumulator& o) {
   total_ += o.total_;
-  finite_ += o.finite_;
+  s_.finite += o.s_.finite;
   agree_ += o.agree_;
   nan_mismatch_ += o.nan_mismatch_;
   inf_mismatch_ += o.inf_mismatch_;
-  within1_ += o.within1_;
-  within5_ += o.within5_;
-  sum_abs_ += o.sum_abs_;
-  sum_sq_ += o.sum_sq_;
-  sum_b2_ += o.sum_b2_;
-  sum_t2_ += o.sum_t2_;
-  dot_ += o.dot_;
-  max_abs_ = std::max(max_abs_, o.max_abs_);
-  max_rel_ = std::max(max_rel_, o.max_rel_);
-  max_ulp_ = std::max(max_ulp_, o.max_ulp_);
+  s_.within1 += o.s_.within1;
+  s_.within5 += o.s_.within5;
+  s_.sum_abs += o.s_.sum_abs;
+  s_.sum_sq += o.s_.sum_sq;
+  s_.sum_b2 += o.s_.sum_b2;
+  s_.sum_t2 += o.s_.sum_t2;
+  s_.dot += o.s_.dot;
+  s_.max_abs = std::max(s_.max_abs, o.s_.max_abs);
+  s_.max_rel = std::max(s_.max_rel, o.s_.max_rel);
+  s_.max_ulp = std::max(s_.max_ulp, o.s_.max_ulp);
 }
 
 TensorMetrics MetricAccumulator::finish(const MetricParams& p) const {
@@ -172,23 +94,23 @@ TensorMetrics MetricAccumulator::finish(const MetricParams& p) const {
   m.compared = true;
   m.nan_mismatch = nan_mismatch_;
   m.inf_mismatch = inf_mismatch_;
-  m.max_abs = max_abs_;
-  m.max_rel = max_rel_;
-  m.max_ulp = max_ulp_;
-  if (finite_ > 0) {
-    const double n = static_cast<double>(finite_);
-    m.mean_abs = sum_abs_ / n;
-    m.rmse = std::sqrt(sum_sq_ / n);
-    const double norm_d = std::sqrt(sum_sq_), norm_b = std::sqrt(sum_b2_), norm_t = std::sqrt(sum_t2_);
+  m.max_abs = s_.max_abs;
+  m.max_rel = s_.max_rel;
+  m.max_ulp = s_.max_ulp;
+  if (s_.finite > 0) {
+    const double n = static_cast<double>(s_.finite);
+    m.mean_abs = s_.sum_abs / n;
+    m.rmse = std::sqrt(s_.sum_sq / n);
+    const double norm_d = std::sqrt(s_.sum_sq), norm_b = std::sqrt(s_.sum_b2), norm_t = std::sqrt(s_.sum_t2);
     m.rel_l2 = norm_d == 0 ? 0 : norm_d / std::max(norm_b, p.small * std::sqrt(n));
     if (norm_b == 0 && norm_t == 0) m.cosine = 1;
     else if (norm_b == 0 || norm_t == 0) m.cosine = kNaN;
-    else m.cosine = std::clamp(dot_ / (norm_b * norm_t), -1.0, 1.0);
+    else m.cosine = std::clamp(s_.dot / (norm_b * norm_t), -1.0, 1.0);
   }
   if (total_ > 0) {
     const double n = static_cast<double>(total_);
-    m.within_1e3 = static_cast<double>(within1_ + agree_) / n;
-    m.within_5e3 = static_cast<double>(within5_ + agree_) / n;
+    m.within_1e3 = static_cast<double>(s_.within1 + agree_) / n;
+    m.within_5e3 = static_cast<double>(s_.within5 + agree_) / n;
   }
   return m;
 }

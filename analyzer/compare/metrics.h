@@ -7,15 +7,10 @@
 #include <cstdint>
 
 #include "analyzer/compare/elements.h"
+#include "analyzer/compare/finite_sums.h"
 #include "analyzer/compare/result.h"
 
 namespace acc::analyzer {
-
-// What element-wise metrics depend on besides the data.
-struct MetricParams {
-  double small = 1;            // zero guard of relative errors (Limits::small)
-  FloatFormat ulp_format;      // DIR1's dtype: one ULP
-};
 
 // Sums, maxima and counts over a range of elements; merge() combines ranges.
 class MetricAccumulator {
@@ -26,17 +21,11 @@ class MetricAccumulator {
   TensorMetrics finish(const MetricParams& p) const;
 
  private:
-  enum class UlpMode { Integer, InRange, General };
-  template <UlpMode kMode>
-  size_t addFinite(const double* b, const double* t, size_t count, const MetricParams& p);
   void addWithSpecials(const double* b, const double* t, size_t count, const MetricParams& p);
-  uint64_t total_ = 0;      // reals seen
-  uint64_t finite_ = 0;     // positions finite on both sides
-  uint64_t agree_ = 0;      // positions non-finite on both sides alike (NaN/NaN, +Inf/+Inf)
+  uint64_t total_ = 0;  // reals seen
+  uint64_t agree_ = 0;  // positions non-finite on both sides alike (NaN/NaN, +Inf/+Inf)
   uint64_t nan_mismatch_ = 0, inf_mismatch_ = 0;
-  uint64_t within1_ = 0, within5_ = 0;
-  double sum_abs_ = 0, sum_sq_ = 0, sum_b2_ = 0, sum_t2_ = 0, dot_ = 0;
-  double max_abs_ = 0, max_rel_ = 0, max_ulp_ = 0;
+  FiniteSums s_;
 };
 
 // Element-wise metrics of two whole buffers (tests and small tensors).

@@ -25,7 +25,7 @@ constexpr size_t kConvertBlock = 4096;
 
 uint64_t heldBytes(const format::OpRecord& r) {
   uint64_t n = 256;
-  for (const format::Tensor& t : r.tensors) n += 128 + t.data.size();
+  for (const format::Tensor& t : r.tensors) n += 128 + t.data.size();  // loaded bytes
   return n;
 }
 
@@ -111,17 +111,25 @@ class Pipeline {
   void readFile(int side, const ScannedRank& rank, const std::unordered_map<uint64_t, uint32_t>& wanted) {
     if (!rank.readable || wanted.empty()) return;
     std::vector<char> seen(job_.pairs->size(), 0);
-    // Damage was counted and reported by the metadata pass.
-    forEachRecord((std::filesystem::path(rank.rank.dir) / "records.acc").string(),
-                  [&](format::RecordKind kind, std::string_view body) {
-                    if (kind != format::RecordKind::Op) return;
-                    format::ByteReader peek(body);
+    // The metadata pass counted and reported damaged frames and records;
+    // data frames (format v2) are first decompressed here.
+    const std::string file = (std::filesystem::path(rank.rank.dir) / "records.acc").string();
+    ReadDamage damage = forEachRecord(file,
+                  [&](const RawRecord& record) {
+                    if (record.kind != format::RecordKind::Op) return;
+                    format::ByteReader peek(record.body);
                     auto it = wanted.find(peek.varint());
                     if (it == wanted.end() || seen[it->second]) return;
-                    format::OpRecord r = format::decodeOp(body, true);
+                    format::OpRecord r = record.decodeOp(true);
                     seen[it->second] = 1;
                     add(side, it->second, std::move(r));
                   });
+    if (damage.missing_data) {
+      ReadDamage data;
+      data.missing_data = damage.missing_data;
+      std::lock_guard<std::mutex> lock(mu_);
+      errors_.push_back(data.describe(file));
+    }
   }
 
   // A reader hands over one record; it waits while the budget is exceeded,

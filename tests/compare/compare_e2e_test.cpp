@@ -3,10 +3,12 @@
 // wrong, and only that one?
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
 #include "analyzer/compare/columns.h"
+#include "format/frame.h"
 #include "tests/compare/recordings.h"
 
 namespace acc::test {
@@ -405,22 +407,58 @@ TEST(CompareE2E, TruncatedRecordsFileIsReportedAndTheRestCompared) {
   EXPECT_GT(o.summary["counts"]["unmatched0"].get<int>(), 0);
 }
 
+// Offset of the middle of the first frame with `magic` in a records file
+// (format v2: level-2 files start with data frames).
+size_t insideFirstFrame(const std::string& file, uint32_t magic) {
+  std::ifstream in(file, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  for (size_t at = format::kFileHeaderSize; at + format::kFrameHeaderSize <= bytes.size();) {
+    uint32_t m, csize;
+    std::memcpy(&m, bytes.data() + at, 4);
+    std::memcpy(&csize, bytes.data() + at + 4, 4);
+    const size_t header = m == format::kDataFrameMagic ? format::kDataFrameHeaderSize : format::kFrameHeaderSize;
+    if (m == magic) return at + header + csize / 2;
+    at += header + csize;
+  }
+  ADD_FAILURE() << file << " has no frame with magic " << magic;
+  return 0;
+}
+
+void damage(const std::string& file, size_t offset) {
+  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp(static_cast<std::streamoff>(offset));
+  const char junk[8] = {'\x55', '\x55', '\x55', '\x55', '\x55', '\x55', '\x55', '\x55'};
+  f.write(junk, sizeof junk);
+}
+
 TEST(CompareE2E, CorruptFrameIsReportedAndTheRestCompared) {
   TempDir work, out;
   fs::copy(recording(Variant::WrongForward), work / "damaged", fs::copy_options::recursive);
   const std::string file = work / "damaged/rank0/records.acc";
-  {
-    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(16 + 12 + 200);  // inside the first frame's compressed bytes
-    const char junk[8] = {'\x55', '\x55', '\x55', '\x55', '\x55', '\x55', '\x55', '\x55'};
-    f.write(junk, sizeof junk);
-  }
+  damage(file, insideFirstFrame(file, format::kFrameMagic));
   Outcome o = compare(recording(Variant::Reference), work / "damaged", out.path());
   EXPECT_EQ(o.run.exit_code, 2) << o.run.out << o.run.err;
   EXPECT_NE(o.run.err.find("corrupt frame"), std::string::npos) << o.run.err;
   ASSERT_TRUE(o.summary.is_object());
   EXPECT_GT(o.summary["counts"]["matched"].get<int>(), 0);
   EXPECT_GT(o.summary["counts"]["unmatched0"].get<int>(), 0);
+}
+
+// A damaged data frame costs only the bytes in it: the records it held data
+// for are still matched and compared on their statistics.
+TEST(CompareE2E, CorruptDataFrameFallsBackToStatistics) {
+  TempDir work, out;
+  fs::copy(recording(Variant::Reference), work / "damaged", fs::copy_options::recursive);
+  const std::string file = work / "damaged/rank0/records.acc";
+  damage(file, insideFirstFrame(file, format::kDataFrameMagic));
+  Outcome o = compare(recording(Variant::Reference), work / "damaged", out.path());
+  EXPECT_EQ(o.run.exit_code, 2) << o.run.out << o.run.err;
+  EXPECT_NE(o.run.err.find("without their data (compared on statistics)"), std::string::npos) << o.run.err;
+  ASSERT_TRUE(o.summary.is_object());
+  EXPECT_EQ(o.summary["counts"]["unmatched0"].get<int>(), 0);
+  EXPECT_EQ(o.summary["counts"]["unmatched1"].get<int>(), 0);
+  EXPECT_EQ(o.summary["counts"]["records"]["fail"], 0) << o.summary.dump();
+  EXPECT_TRUE(o.summary["first_divergence"].is_null()) << o.summary.dump();
 }
 
 TEST(CompareE2E, UsageErrors) {

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 #include <limits>
+#include <sstream>
 #include <vector>
 
 #include "analyzer/compare/elements.h"
@@ -130,6 +130,38 @@ TEST(CompareElements, ConversionsToDouble) {
   EXPECT_EQ(out[0], -2.5);
   EXPECT_EQ(out[2], 4.0);
   EXPECT_EQ(realsPerElement(Dtype::Complex128), 2u);
+}
+
+// Long runs take the AVX2 path where the CPU has it (8 at a time, then a
+// scalar tail); every value must still widen exactly.
+TEST(CompareElements, LongFloat32AndBfloat16RunsWidenExactly) {
+  std::vector<float> f;
+  for (int i = 0; i < 21; ++i) f.push_back(std::ldexp(1.0f + static_cast<float>(i) / 64, i - 10) * (i % 2 ? -1 : 1));
+  f[3] = std::numeric_limits<float>::denorm_min();
+  f[9] = -0.0f;
+  f[12] = std::numeric_limits<float>::infinity();
+  f[17] = std::nanf("");
+  std::vector<double> out(f.size());
+  toDouble(reinterpret_cast<const char*>(f.data()), Dtype::Float32, 2, f.size() - 2, out.data());
+  for (size_t i = 2; i < f.size(); ++i) {
+    if (std::isnan(f[i])) EXPECT_TRUE(std::isnan(out[i - 2]));
+    else EXPECT_EQ(out[i - 2], static_cast<double>(f[i])) << i;
+  }
+  EXPECT_TRUE(std::signbit(out[9 - 2]));
+  std::vector<uint16_t> bf;
+  for (float v : f) {
+    uint32_t bits;
+    std::memcpy(&bits, &v, 4);
+    bf.push_back(static_cast<uint16_t>(bits >> 16));  // truncation: still a bfloat16
+  }
+  toDouble(reinterpret_cast<const char*>(bf.data()), Dtype::BFloat16, 0, bf.size(), out.data());
+  for (size_t i = 0; i < bf.size(); ++i) {
+    uint32_t bits = static_cast<uint32_t>(bf[i]) << 16;
+    float expected;
+    std::memcpy(&expected, &bits, 4);
+    if (std::isnan(expected)) EXPECT_TRUE(std::isnan(out[i]));
+    else EXPECT_EQ(out[i], static_cast<double>(expected)) << i;
+  }
 }
 
 TEST(CompareMetrics, StatisticsOnly) {

@@ -79,7 +79,10 @@ def metrics(e):
 
 def main():
     index = json.load(open(sys.argv[1]))
-    print(json.dumps([metrics(e) for e in index]))
+    results = [metrics(e) for e in index]
+    # JSON has no NaN: null stands for it (the test reads null as NaN).
+    results = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()} for r in results]
+    print(json.dumps(results, allow_nan=False))
 
 
 if __name__ == "__main__":

@@ -85,6 +85,8 @@ std::string example(const std::string& file) { return std::string(ACC_SOURCE_DIR
 std::string testScript(const std::string& file) {
   return std::string(ACC_SOURCE_DIR) + "/tests/scripts/" + file;
 }
+
+std::string testData(const std::string& path) { return std::string(ACC_SOURCE_DIR) + "/tests/data/" + path; }
 std::string libDir() { return ACC_LIB_DIR; }
 std::string binDir() { return ACC_BIN_DIR; }
 

@@ -32,6 +32,7 @@ RunResult run(const Command& command);
 std::string python();  // the interpreter with torch, found by CMake
 std::string example(const std::string& file);
 std::string testScript(const std::string& file);
+std::string testData(const std::string& path);  // under tests/data
 std::string libDir();
 std::string binDir();
 

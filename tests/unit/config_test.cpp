@@ -199,14 +199,21 @@ TEST(ConfigTest, StackModes) {
 }
 
 TEST(ConfigTest, NumericLimitsAtTheirBounds) {
-  Config low = parseOk({{"ACC_BUFFER_MB", "1"}, {"ACC_ZSTD_LEVEL", "1"}, {"ACC_FRAME_KB", "16"}});
+  Config low = parseOk({{"ACC_BUFFER_MB", "1"},
+                        {"ACC_ZSTD_LEVEL", "1"},
+                        {"ACC_DATA_ZSTD_LEVEL", "-100"},
+                        {"ACC_FRAME_KB", "16"}});
   EXPECT_EQ(low.buffer_mb, 1u);
   EXPECT_EQ(low.zstd_level, 1);
+  EXPECT_EQ(low.data_zstd_level, -100);
   EXPECT_EQ(low.frame_kb, 16u);
-  Config high =
-      parseOk({{"ACC_BUFFER_MB", "65536"}, {"ACC_ZSTD_LEVEL", "19"}, {"ACC_FRAME_KB", "65536"}});
+  Config high = parseOk({{"ACC_BUFFER_MB", "65536"},
+                         {"ACC_ZSTD_LEVEL", "19"},
+                         {"ACC_DATA_ZSTD_LEVEL", "19"},
+                         {"ACC_FRAME_KB", "65536"}});
   EXPECT_EQ(high.buffer_mb, 65536u);
   EXPECT_EQ(high.zstd_level, 19);
+  EXPECT_EQ(high.data_zstd_level, 19);
   EXPECT_EQ(high.frame_kb, 65536u);
 }
 
@@ -265,6 +272,8 @@ INSTANTIATE_TEST_SUITE_P(
                       InvalidCase{"ACC_STACK", "all"}, InvalidCase{"ACC_NESTED", "2"},
                       InvalidCase{"ACC_BUFFER_MB", "0"}, InvalidCase{"ACC_BUFFER_MB", "65537"},
                       InvalidCase{"ACC_ZSTD_LEVEL", "0"}, InvalidCase{"ACC_ZSTD_LEVEL", "20"},
+                      InvalidCase{"ACC_DATA_ZSTD_LEVEL", "0"}, InvalidCase{"ACC_DATA_ZSTD_LEVEL", "-101"},
+                      InvalidCase{"ACC_DATA_ZSTD_LEVEL", "20"}, InvalidCase{"ACC_DATA_ZSTD_LEVEL", "fast"},
                       InvalidCase{"ACC_FRAME_KB", "15"}, InvalidCase{"ACC_FRAME_KB", "65537"},
                       InvalidCase{"ACC_ON_FULL", "block"}, InvalidCase{"ACC_QUIET", "loud"}),
     [](const ::testing::TestParamInfo<InvalidCase>& info) {
@@ -277,7 +286,7 @@ TEST(ConfigTest, EveryDocumentedVariableHasAnInvalidCase) {
   for (const char* n :
        {"ACC_ENABLE", "ACC_OUTPUT_DIR", "ACC_LEVEL", "ACC_INPUTS", "ACC_OUTPUTS", "ACC_PASSES",
         "ACC_OP_RANGE", "ACC_OP_LIST", "ACC_SKIP", "ACC_STEPS", "ACC_RANKS", "ACC_STACK",
-        "ACC_NESTED", "ACC_BUFFER_MB", "ACC_ZSTD_LEVEL", "ACC_FRAME_KB", "ACC_ON_FULL",
+        "ACC_NESTED", "ACC_BUFFER_MB", "ACC_ZSTD_LEVEL", "ACC_DATA_ZSTD_LEVEL", "ACC_FRAME_KB", "ACC_ON_FULL",
         "ACC_QUIET"}) {
     covered.emplace_back(n);
   }

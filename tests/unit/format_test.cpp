@@ -34,7 +34,9 @@ void expectSameStats(const Stats& a, const Stats& b) {
   EXPECT_EQ(a.checksum, b.checksum);
 }
 
-void expectSameTensor(const Tensor& a, const Tensor& b, bool with_data) {
+// `b` was decoded from `a`'s encoding: its bytes are in the data stream, so
+// only their size comes back.
+void expectSameTensor(const Tensor& a, const Tensor& b) {
   EXPECT_EQ(a.role, b.role);
   EXPECT_EQ(a.position, b.position);
   EXPECT_EQ(a.item, b.item);
@@ -45,14 +47,11 @@ void expectSameTensor(const Tensor& a, const Tensor& b, bool with_data) {
   EXPECT_EQ(a.has_stats, b.has_stats);
   if (a.has_stats && b.has_stats) expectSameStats(a.stats, b.stats);
   EXPECT_EQ(a.has_data, b.has_data);
-  if (with_data) {
-    EXPECT_EQ(a.data, b.data);
-  } else {
-    EXPECT_TRUE(b.data.empty());
-  }
+  EXPECT_EQ(b.data_size, a.has_data ? a.data.size() : 0u);
+  EXPECT_TRUE(b.data.empty());
 }
 
-void expectSameOp(const OpRecord& a, const OpRecord& b, bool with_data = true) {
+void expectSameOp(const OpRecord& a, const OpRecord& b) {
   EXPECT_EQ(a.index, b.index);
   EXPECT_EQ(a.name, b.name);
   EXPECT_EQ(a.op, b.op);
@@ -75,7 +74,7 @@ void expectSameOp(const OpRecord& a, const OpRecord& b, bool with_data = true) {
   ASSERT_EQ(a.tensors.size(), b.tensors.size());
   for (size_t i = 0; i < a.tensors.size(); ++i) {
     SCOPED_TRACE("tensor " + std::to_string(i));
-    expectSameTensor(a.tensors[i], b.tensors[i], with_data);
+    expectSameTensor(a.tensors[i], b.tensors[i]);
   }
 }
 
@@ -179,15 +178,49 @@ TEST(RecordTest, DefaultOpRoundTrip) {
   expectSameOp(original, decodeOp(onlyBody(encoded, RecordKind::Op)));
 }
 
-TEST(RecordTest, DecodeWithoutDataKeepsFlagButNotBytes) {
+TEST(RecordTest, DataGoesAfterTheRecordInTensorOrder) {
   OpRecord original = sampleOp();
-  std::string encoded;
+  std::string item;
+  encode(original, item);
+  const size_t record_size = item.size();
+  appendData(original, item);
+  std::string_view record, data;
+  splitRecord(item, record, data);
+  EXPECT_EQ(record.size(), record_size);
+  std::string expected;
+  for (const Tensor& t : original.tensors) {
+    if (t.has_data) expected += t.data;
+  }
+  EXPECT_EQ(std::string(data), expected);
+  EXPECT_EQ(decodeOp(onlyBody(std::string(record), RecordKind::Op)).dataSize(), expected.size());
+  EXPECT_THROW(splitRecord(item.substr(0, 3), record, data), FormatError);
+}
+
+// The writer wraps a record with where its bytes start in the data stream;
+// each tensor's bytes follow the previous tensor's.
+TEST(RecordTest, DataOffsetWrapperGivesEachTensorItsOffset) {
+  OpRecord original = sampleOp();
+  std::string encoded, wrapped;
   encode(original, encoded);
-  OpRecord decoded = decodeOp(onlyBody(encoded, RecordKind::Op), /*with_data=*/false);
-  expectSameOp(original, decoded, /*with_data=*/false);
-  EXPECT_TRUE(decoded.tensors[0].has_data);
-  EXPECT_TRUE(decoded.tensors[0].data.empty());
-  EXPECT_FALSE(decoded.tensors[1].has_data);
+  wrapWithDataOffset(encoded, 1000, wrapped);
+  RecordCursor cursor(wrapped);
+  RecordKind kind;
+  std::string_view body;
+  ASSERT_TRUE(cursor.next(kind, body));
+  EXPECT_EQ(kind, RecordKind::Op);
+  EXPECT_EQ(cursor.dataOffset(), 1000u);
+  OpRecord decoded = decodeOp(body, true, cursor.dataOffset());
+  expectSameOp(original, decoded);
+  uint64_t next = 1000;
+  for (const Tensor& t : decoded.tensors) {
+    if (!t.has_data) continue;
+    EXPECT_EQ(t.data_offset, next);
+    next += t.data_size;
+  }
+  EXPECT_EQ(next, 1000 + decoded.dataSize());
+  std::string stack;
+  encode(StackRecord{}, stack);
+  EXPECT_THROW(wrapWithDataOffset(stack, 0, wrapped), FormatError);
 }
 
 TEST(RecordTest, StackRoundTrip) {
@@ -689,6 +722,63 @@ TEST_F(FrameFileTest, RecordsSurviveFileRoundTrip) {
     ++n;
   }
   EXPECT_EQ(n, ops.size());
+}
+
+TEST_F(FrameFileTest, DataFramesAreSkippedAndReadOnDemand) {
+  FrameEncoder encoder(1);
+  std::string file = fileHeader(), frame;
+  const std::string stream = "0123456789abcdefghij";  // frames: [0,8) [8,14) then a gap, [16,20)
+  encoder.encodeData(stream.substr(0, 8), 0, frame);
+  file += frame;
+  encoder.encode(payload(0), frame);
+  file += frame;
+  encoder.encodeData(stream.substr(8, 6), 8, frame);
+  file += frame;
+  encoder.encodeData(stream.substr(16, 4), 16, frame);
+  file += frame;
+  encoder.encode(payload(1), frame);
+  file += frame;
+  writeBytes(file);
+
+  FrameReader reader(path_);
+  std::string got;
+  ASSERT_TRUE(reader.next(got));
+  EXPECT_EQ(got, payload(0));
+  std::string out(20, '?');
+  EXPECT_TRUE(reader.readData(2, 5, out.data()));
+  EXPECT_EQ(out.substr(0, 5), "23456");
+  EXPECT_FALSE(reader.readData(6, 4, out.data()));  // [8,14) not reached yet
+  ASSERT_TRUE(reader.next(got));
+  EXPECT_EQ(got, payload(1));
+  EXPECT_FALSE(reader.next(got));
+  EXPECT_EQ(reader.framesRead(), 2u);
+  EXPECT_EQ(reader.dataFramesSeen(), 3u);
+  EXPECT_TRUE(reader.readData(0, 14, out.data()));  // whole frames and a slice
+  EXPECT_EQ(out.substr(0, 14), stream.substr(0, 14));
+  EXPECT_TRUE(reader.readData(17, 3, out.data()));
+  EXPECT_EQ(out.substr(0, 3), "hij");
+  EXPECT_FALSE(reader.readData(12, 6, out.data()));  // [14,16) was never written
+  EXPECT_FALSE(reader.readData(18, 4, out.data()));  // past the end
+  EXPECT_TRUE(reader.readData(100, 0, out.data()));  // nothing asked
+  EXPECT_EQ(reader.corruptFrames() + reader.corruptDataFrames() + reader.truncatedBytes(), 0u);
+}
+
+TEST_F(FrameFileTest, DataFrameMagicInVersionOneFileIsCorruption) {
+  std::string header = fileHeader();
+  header[8] = 1;  // format version 1 had no data frames
+  FrameEncoder encoder(1);
+  std::string frame, file = header;
+  encoder.encodeData("abcd", 0, frame);
+  file += frame;
+  encoder.encode(payload(0), frame);
+  file += frame;
+  writeBytes(file);
+  FrameReader reader(path_);
+  std::string got;
+  ASSERT_TRUE(reader.next(got));
+  EXPECT_EQ(got, payload(0));
+  EXPECT_EQ(reader.corruptFrames(), 1u);
+  EXPECT_EQ(reader.dataFramesSeen(), 0u);
 }
 
 }  // namespace

@@ -6,7 +6,10 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -21,13 +24,38 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::unique_ptr<std::string> encodedOp(uint64_t index, size_t data_bytes = 0, uint64_t thread = 0) {
+std::string readFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void writeFile(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<long>(bytes.size()));
+}
+
+// Pseudo-random bytes, so zstd cannot shrink them to nothing.
+std::string pattern(uint64_t index, size_t bytes) {
+  std::string data(bytes, '\0');
+  uint64_t x = index * 0x9E3779B97F4A7C15ULL + 1;
+  for (char& c : data) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    c = static_cast<char>(x);
+  }
+  return data;
+}
+
+// What the observer submits: the record, then its tensor bytes.
+std::unique_ptr<std::string> encodedOp(uint64_t index, size_t data_bytes = 0, uint64_t thread = 0,
+                                       size_t scalar_bytes = 0) {
   format::OpRecord r;
   r.index = index;
   r.op = "aten::add";
   r.name = "aten::add." + std::to_string(index) + ".fwd";
   r.thread = thread;
   r.scalars = {{2, std::to_string(index)}};
+  if (scalar_bytes) r.scalars.push_back({3, std::string(scalar_bytes, 'x')});
   if (data_bytes > 0) {
     format::Tensor t;
     t.dtype = format::Dtype::UInt8;
@@ -35,26 +63,20 @@ std::unique_ptr<std::string> encodedOp(uint64_t index, size_t data_bytes = 0, ui
     t.shape = {static_cast<int64_t>(data_bytes)};
     t.strides = {1};
     t.has_data = true;
-    // Pseudo-random, so zstd cannot shrink it to nothing.
-    t.data.resize(data_bytes);
-    uint64_t x = index * 0x9E3779B97F4A7C15ULL + 1;
-    for (char& c : t.data) {
-      x ^= x << 13;
-      x ^= x >> 7;
-      x ^= x << 17;
-      c = static_cast<char>(x);
-    }
+    t.data = pattern(index, data_bytes);
     r.tensors.push_back(std::move(t));
   }
   auto out = std::make_unique<std::string>();
   format::encode(r, *out);
+  format::appendData(r, *out);
   return out;
 }
 
 struct FileContents {
-  std::vector<format::OpRecord> ops;
-  uint64_t frames = 0;
-  uint64_t corrupt = 0;
+  std::vector<format::OpRecord> ops;  // tensors' data loaded; "unreadable" when it could not be
+  uint64_t frames = 0;       // record and data frames
+  uint64_t data_frames = 0;
+  uint64_t corrupt = 0, corrupt_data = 0;
   uint64_t truncated = 0;
 };
 
@@ -68,13 +90,34 @@ FileContents readRecording(const std::string& path) {
     std::string_view body;
     while (cursor.next(kind, body)) {
       EXPECT_EQ(kind, format::RecordKind::Op);
-      c.ops.push_back(format::decodeOp(body, /*with_data=*/false));
+      format::OpRecord op = format::decodeOp(body, /*with_data=*/false, cursor.dataOffset());
+      for (format::Tensor& t : op.tensors) {
+        t.data.resize(t.data_size);
+        if (!reader.readData(t.data_offset, t.data_size, t.data.data())) t.data = "unreadable";
+      }
+      c.ops.push_back(std::move(op));
     }
   }
-  c.frames = reader.framesRead();
+  c.data_frames = reader.dataFramesSeen();
+  c.frames = reader.framesRead() + c.data_frames;
   c.corrupt = reader.corruptFrames();
+  c.corrupt_data = reader.corruptDataFrames();
   c.truncated = reader.truncatedBytes();
   return c;
+}
+
+// File offsets of the frames whose header starts with `magic`.
+std::vector<size_t> frameOffsets(const std::string& path, uint32_t magic) {
+  std::string bytes = readFile(path);
+  std::vector<size_t> out;
+  for (size_t at = format::kFileHeaderSize; at + format::kFrameHeaderSize <= bytes.size();) {
+    uint32_t m, csize;
+    std::memcpy(&m, bytes.data() + at, 4);
+    std::memcpy(&csize, bytes.data() + at + 4, 4);
+    if (m == magic) out.push_back(at);
+    at += (m == format::kDataFrameMagic ? format::kDataFrameHeaderSize : format::kFrameHeaderSize) + csize;
+  }
+  return out;
 }
 
 class WriterTest : public ::testing::Test {
@@ -123,19 +166,74 @@ TEST_F(WriterTest, RecordsReadBackCompleteAndInOrder) {
   }
 }
 
-TEST_F(WriterTest, DataBytesSurvive) {
+// Tensor bytes go to data frames, whole frames and slices of frames alike,
+// and each record finds exactly its own bytes again.
+TEST_F(WriterTest, DataBytesSurviveAcrossDataFrames) {
   env::Config config;
+  config.frame_kb = 16;
+  const std::vector<size_t> sizes = {3000, 0, 40000, 1, 16384, 70000, 5, 16383};
   Writer writer(path_, config);
-  std::unique_ptr<std::string> record = encodedOp(5, 3000);
-  const std::string expected = *record;
-  ASSERT_TRUE(writer.submit(std::move(record)));
+  for (size_t i = 0; i < sizes.size(); ++i) ASSERT_TRUE(writer.submit(encodedOp(i, sizes[i])));
   writer.stop();
 
-  format::FrameReader reader(path_);
-  std::string payload;
-  ASSERT_TRUE(reader.next(payload));
-  EXPECT_EQ(payload, expected);
-  EXPECT_FALSE(reader.next(payload));
+  FileContents file = readRecording(path_);
+  EXPECT_EQ(file.corrupt + file.corrupt_data + file.truncated, 0u);
+  EXPECT_EQ(file.frames, writer.counts().frames);
+  EXPECT_GE(file.data_frames, 9u);  // 150 KB of data in 16 KiB frames
+  ASSERT_EQ(file.ops.size(), sizes.size());
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    ASSERT_EQ(file.ops[i].tensors.size(), sizes[i] ? 1u : 0u);
+    if (sizes[i]) EXPECT_TRUE(file.ops[i].tensors[0].data == pattern(i, sizes[i])) << "record " << i;
+  }
+  // Data is written before the record frame that refers to it.
+  EXPECT_LT(frameOffsets(path_, format::kDataFrameMagic).front(), frameOffsets(path_, format::kFrameMagic).front());
+}
+
+TEST_F(WriterTest, CorruptDataFrameCostsOnlyTheBytesInIt) {
+  env::Config config;
+  config.frame_kb = 16;
+  {
+    Writer writer(path_, config);
+    for (uint64_t i = 0; i < 3; ++i) ASSERT_TRUE(writer.submit(encodedOp(i, 40000)));
+  }
+  // Data frames: record 0 fills the first two and part of the third.
+  std::vector<size_t> data = frameOffsets(path_, format::kDataFrameMagic);
+  ASSERT_GE(data.size(), 7u);
+  std::string bytes = readFile(path_);
+  bytes[data[1] + format::kDataFrameHeaderSize + 100] ^= 0x5a;
+  writeFile(path_, bytes);
+
+  FileContents file = readRecording(path_);
+  ASSERT_EQ(file.ops.size(), 3u);  // records are in record frames, all intact
+  EXPECT_EQ(file.corrupt, 0u);
+  EXPECT_EQ(file.corrupt_data, 1u);
+  EXPECT_EQ(file.ops[0].tensors[0].data, "unreadable");
+  EXPECT_TRUE(file.ops[1].tensors[0].data == pattern(1, 40000));
+  EXPECT_TRUE(file.ops[2].tensors[0].data == pattern(2, 40000));
+}
+
+TEST_F(WriterTest, FileCutInsideDataKeepsEarlierRecordsWithTheirData) {
+  env::Config config;
+  config.frame_kb = 16;
+  {
+    Writer writer(path_, config);
+    // Record 0 alone fills a record frame, so it is flushed before record 1's data.
+    ASSERT_TRUE(writer.submit(encodedOp(0, 20000, 0, 17 << 10)));
+    ASSERT_TRUE(writer.submit(encodedOp(1, 50000)));
+  }
+  std::vector<size_t> data = frameOffsets(path_, format::kDataFrameMagic);
+  std::vector<size_t> records = frameOffsets(path_, format::kFrameMagic);
+  ASSERT_EQ(records.size(), 2u);
+  ASSERT_LT(records[0], data.back());
+  // Cut in the middle of record 1's last data frame, as a crash would.
+  writeFile(path_, readFile(path_).substr(0, data.back() + format::kDataFrameHeaderSize + 10));
+
+  FileContents file = readRecording(path_);
+  EXPECT_GT(file.truncated, 0u);
+  EXPECT_EQ(file.corrupt, 0u);
+  ASSERT_EQ(file.ops.size(), 1u);
+  EXPECT_EQ(file.ops[0].index, 0u);
+  EXPECT_TRUE(file.ops[0].tensors[0].data == pattern(0, 20000));
 }
 
 TEST_F(WriterTest, NothingSubmittedGivesHeaderOnlyFile) {
