@@ -39,6 +39,7 @@ void printHuman(const format::OpRecord& r, const std::map<uint64_t, format::Stac
                         (t.item ? "." + std::to_string(t.item) : "") + "]";
     std::printf("          %-12s %-8s %-18s %s", where.c_str(), format::dtypeName(t.dtype),
                 shapeText(t.shape).c_str(), t.device.c_str());
+    if (t.uninitialized) std::printf("  uninitialized memory");
     if (t.has_stats) {
       const format::Stats& s = t.stats;
       std::printf("  min %s max %s mean %s norm %s", num(s.min).c_str(), num(s.max).c_str(),

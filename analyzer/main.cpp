@@ -1,3 +1,5 @@
+#include <malloc.h>
+
 #include <cstring>
 #include <iostream>
 #include <string>
@@ -24,6 +26,11 @@ constexpr const char* kUsage =
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Tensor buffers of many MiB come and go. glibc raises its mmap threshold
+  // up to 32 MiB after the first frees and then keeps freed buffers in
+  // per-thread arenas, so compare would hold far more than --memory-mb; a
+  // fixed threshold gives them back to the system as soon as they are freed.
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
     (argc < 2 ? std::cerr : std::cout) << kUsage;
     return argc < 2 ? acc::analyzer::kExitInput : acc::analyzer::kExitOk;

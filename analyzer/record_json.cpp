@@ -27,6 +27,7 @@ nlohmann::json tensorJson(const format::Tensor& t) {
                       {"device", t.device}};
   if (t.has_stats) j["stats"] = statsJson(t.stats);
   j["has_data"] = t.has_data;
+  if (t.uninitialized) j["uninitialized"] = true;
   return j;
 }
 

@@ -68,7 +68,9 @@ void printRecord(const format::OpRecord& r, int64_t rank, const format::StackRec
                         (t.item ? "." + std::to_string(t.item) : "") + "]";
     std::printf("    %-13s %-9s %-16s strides %-14s %s%s\n", where.c_str(), format::dtypeName(t.dtype),
                 shapeText(t.shape).c_str(), shapeText(t.strides).c_str(), t.device.c_str(),
-                t.has_data ? "  (data recorded)" : "");
+                t.uninitialized ? "  (uninitialized memory: values not recorded)"
+                : t.has_data    ? "  (data recorded)"
+                                : "");
     if (t.has_stats) {
       const format::Stats& s = t.stats;
       std::printf("                  min %s  max %s  mean %s  norm %s  nan %llu  inf %llu  checksum %016llx\n",

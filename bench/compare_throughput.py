@@ -7,7 +7,12 @@ reports it as the first failing record rather than as an origin), then times `ac
 compared per second (both sides), its CPU time and peak memory.
 
   /usr/bin/python3 bench/compare_throughput.py [--build build] [--mb 16] [--ops 40]
-      [--memory-mb 512] [--threads 0] [--keep DIR]
+      [--data chaotic|relu] [--memory-mb 512] [--threads 0] [--keep DIR]
+
+--data relu adds a ReLU of every op's output: half of its output values are
+zero, which zstd compresses, so decompression costs more than for the
+default spread-out values (stored nearly as is at the default
+ACC_DATA_ZSTD_LEVEL).
 
 The issue's target: at least 1 GB/s of tensor data compared on a 2-core
 machine (msprobe: 0.1-0.3 GB/s on 192 cores).
@@ -32,6 +37,8 @@ for i in range(ops):
     # one would converge and compress unrealistically well).
     scale = 2.0 * (1 + 1e-3) if os.environ.get("BENCH_WRONG") == "1" and i == ops // 2 else 2.0
     x = torch.cos(x * 3.1) * scale
+    if os.environ["BENCH_DATA"] == "relu":
+        torch.relu(x)  # recorded: its output is half zeros; the chain goes on from x
 """
 
 
@@ -41,6 +48,8 @@ def main():
     p.add_argument("--build", default=os.path.join(root, "build"))
     p.add_argument("--mb", type=float, default=16, help="MB per tensor (float32)")
     p.add_argument("--ops", type=int, default=40, help="ops in the chain (2 records each)")
+    p.add_argument("--data", choices=("chaotic", "relu"), default="chaotic",
+                   help="tensor values: spread out (default) or half zeros")
     p.add_argument("--memory-mb", type=int, default=512)
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--keep", help="keep the recordings in this directory (reused when present)")
@@ -56,7 +65,7 @@ def main():
     with open(script, "w") as f:
         f.write(WORKLOAD)
     env = dict(os.environ, LD_PRELOAD=lib, ACC_LEVEL="2", ACC_QUIET="1",
-               BENCH_NUMEL=str(int(args.mb * 1e6 / 4)), BENCH_OPS=str(args.ops))
+               BENCH_NUMEL=str(int(args.mb * 1e6 / 4)), BENCH_OPS=str(args.ops), BENCH_DATA=args.data)
     runs = {}
     for name, wrong in (("dir0", "0"), ("dir1", "1")):
         out = os.path.join(work, name)

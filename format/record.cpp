@@ -45,8 +45,8 @@ Stats decodeStats(ByteReader& r) {
 }
 
 // Tensor flags. v1 writes kHasData alone, with the bytes inline; v2 adds
-// kDataInStream and writes only their size.
-constexpr uint8_t kHasStats = 1, kHasData = 2, kDataInStream = 4;
+// kDataInStream and writes only their size, and kUninitialized.
+constexpr uint8_t kHasStats = 1, kHasData = 2, kDataInStream = 4, kUninitialized = 8;
 
 void encodeTensor(const Tensor& t, ByteWriter& w) {
   w.u8(static_cast<uint8_t>(t.role));
@@ -58,7 +58,8 @@ void encodeTensor(const Tensor& t, ByteWriter& w) {
   for (int64_t d : t.shape) w.zigzag(d);
   w.varint(t.strides.size());
   for (int64_t s : t.strides) w.zigzag(s);
-  w.u8(static_cast<uint8_t>((t.has_stats ? kHasStats : 0) | (t.has_data ? kHasData | kDataInStream : 0)));
+  w.u8(static_cast<uint8_t>((t.has_stats ? kHasStats : 0) | (t.has_data ? kHasData | kDataInStream : 0) |
+                            (t.uninitialized ? kUninitialized : 0)));
   if (t.has_stats) encodeStats(t.stats, w);
   if (t.has_data) w.varint(t.data.size());
 }
@@ -79,8 +80,9 @@ Tensor decodeTensor(ByteReader& r, bool with_data, uint64_t& data_offset) {
   if (nstrides > 64) throw FormatError("tensor has more than 64 strides");
   for (uint64_t i = 0; i < nstrides; ++i) t.strides.push_back(r.zigzag());
   uint8_t flags = r.u8();
-  if (flags & ~(kHasStats | kHasData | kDataInStream)) throw FormatError("unknown tensor flags");
+  if (flags & ~(kHasStats | kHasData | kDataInStream | kUninitialized)) throw FormatError("unknown tensor flags");
   t.has_stats = (flags & kHasStats) != 0;
+  t.uninitialized = (flags & kUninitialized) != 0;
   t.has_data = (flags & kHasData) != 0;
   if (t.has_stats) t.stats = decodeStats(r);
   if (t.has_data && (flags & kDataInStream)) {

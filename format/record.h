@@ -46,6 +46,7 @@ struct Tensor {
   std::vector<int64_t> strides;
   bool has_stats = false;
   Stats stats;
+  bool uninitialized = false;  // held uninitialized memory: values deliberately not recorded
   bool has_data = false;     // element bytes were recorded (level 2)
   uint64_t data_size = 0;    // their size
   uint64_t data_offset = 0;  // v2: where they start in the file's data stream

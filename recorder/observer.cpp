@@ -1,5 +1,7 @@
 #include "recorder/observer.h"
 
+#include <ATen/core/function_schema.h>
+
 #include <chrono>
 #include <cstring>
 #include <unordered_set>
@@ -60,6 +62,8 @@ thread_local ThreadState tls;
 
 struct OpContext : at::ObserverContext {
   bool entered = false;  // counted in tls.depth
+  bool top_level_forward = false;  // called by user code, outside any op
+  std::vector<at::Tensor> writes;  // uninitialized storages this op writes
   bool engine_scope = false;  // counted in tls.engine_depth
   bool optimizer_step = false;
   bool named = false;  // numbered and offered to the selector
@@ -101,10 +105,49 @@ std::unique_ptr<OpRecord> newRecord(Session& s, std::string name, std::string op
 
 void captureAll(Session& s, c10::ArrayRef<const c10::IValue> values, Role role, OpRecord& r) {
   CaptureGuard guard;
-  auto devices = [&s](const std::string& d) { s.noteDevice(d); };
-  const int level = role == Role::Output && outputsUninitialized(r.op) ? 0 : s.config().level;
-  for (size_t i = 0; i < values.size(); ++i) {
-    captureValue(values[i], role, static_cast<uint32_t>(i), level, r, devices);
+  Capture capture;
+  capture.level = s.config().level;
+  capture.devices = [&s](const std::string& d) { s.noteDevice(d); };
+  if (role == Role::Output && outputsUninitialized(r.op)) {
+    capture.uninitialized = [](const at::Tensor&) { return true; };
+  } else if (role == Role::Input || role == Role::Output) {
+    capture.uninitialized = [&s](const at::Tensor& t) { return s.uninitialized().contains(t); };
+  }
+  for (size_t i = 0; i < values.size(); ++i) captureValue(values[i], role, static_cast<uint32_t>(i), capture, r);
+}
+
+// Runs at the start of every forward op, recorded or not (inputs can only
+// be read at the start): which tracked uninitialized storages it writes.
+void noteWrites(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
+  UninitializedMemory& memory = s.uninitialized();
+  if (memory.empty()) return;
+  c10::ArrayRef<const c10::IValue> inputs = fn.inputs();
+  decltype(fn.operator_schema()) schema;  // a copy: taken only when needed
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    std::vector<at::Tensor> tensors;
+    if (inputs[i].isTensor()) tensors.push_back(inputs[i].toTensor());
+    else if (inputs[i].isTensorList()) tensors = inputs[i].toTensorVector();
+    for (at::Tensor& t : tensors) {
+      if (!memory.contains(t)) continue;
+      if (!schema && !(schema = fn.operator_schema())) return;
+      const auto& args = schema->arguments();
+      if (i < args.size() && args[i].alias_info() != nullptr && args[i].alias_info()->isWrite()) {
+        ctx.writes.push_back(std::move(t));
+      }
+    }
+  }
+}
+
+// Runs at the end of every forward op, before its outputs are read (an
+// in-place op's output is the input it wrote).
+void trackUninitialized(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
+  UninitializedMemory& memory = s.uninitialized();
+  for (const at::Tensor& t : ctx.writes) memory.written(t);
+  ctx.writes.clear();
+  if (ctx.top_level_forward && outputsUninitialized(fn.name())) {
+    for (const c10::IValue& v : fn.outputs()) {
+      if (v.isTensor()) memory.add(v.toTensor());
+    }
   }
 }
 
@@ -158,6 +201,7 @@ void hookNodes(Session& s, const std::vector<c10::IValue>& outputs, uint64_t thr
 std::unique_ptr<OpContext> enter(Session& s, bool backward) {
   auto ctx = std::make_unique<OpContext>();
   ctx->entered = true;
+  ctx->top_level_forward = !backward && tls.depth == 0 && tls.engine_depth == 0;
   ctx->named = s.config().nested || (tls.depth == 0 && (backward || tls.engine_depth == 0));
   ++tls.depth;
   return ctx;
@@ -271,6 +315,11 @@ std::unique_ptr<at::ObserverContext> onStart(const at::RecordFunction& fn) {
   const bool backward = scope == at::RecordScope::BACKWARD_FUNCTION;
   if (backward) flushPending(*s);
   auto ctx = enter(*s, backward);
+  try {
+    if (!backward) noteWrites(*s, fn, *ctx);
+  } catch (...) {
+    s->counts().capture_errors.fetch_add(1, std::memory_order_relaxed);
+  }
   if (!ctx->named) return ctx;
   try {
     if (backward) startBackward(*s, fn, *ctx);
@@ -295,8 +344,9 @@ void onEnd(const at::RecordFunction& fn, at::ObserverContext* base) {
       s->advanceStep();
     } else if (ctx->named && fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
       endBackward(*s, *ctx);
-    } else if (ctx->named && ctx->forward) {
-      endForward(*s, fn, *ctx);
+    } else if (ctx->entered && fn.scope() == at::RecordScope::FUNCTION) {
+      trackUninitialized(*s, fn, *ctx);
+      if (ctx->named && ctx->forward) endForward(*s, fn, *ctx);
     }
   } catch (...) {
     s->counts().capture_errors.fetch_add(1, std::memory_order_relaxed);

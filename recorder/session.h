@@ -13,6 +13,7 @@
 #include "env/config.h"
 #include "recorder/backward_links.h"
 #include "recorder/selector.h"
+#include "recorder/uninitialized_memory.h"
 #include "recorder/stack_registry.h"
 #include "recorder/writer.h"
 
@@ -37,6 +38,7 @@ class Session {
   const env::Config& config() const { return config_; }
   Selector& selector() { return selector_; }
   BackwardLinks& links() { return links_; }
+  UninitializedMemory& uninitialized() { return uninitialized_; }
   StackRegistry& stacks() { return *stacks_; }
   SessionCounts& counts() { return counts_; }
 
@@ -61,6 +63,7 @@ class Session {
   uint64_t start_ns_;
   Selector selector_;
   BackwardLinks links_;
+  UninitializedMemory uninitialized_;
   std::unique_ptr<Writer> writer_;
   std::unique_ptr<StackRegistry> stacks_;
   SessionCounts counts_;

@@ -87,12 +87,14 @@ format::Tensor captureTensor(const at::Tensor& t, format::Role role, uint32_t po
   return out;
 }
 
-void captureValue(const c10::IValue& value, format::Role role, uint32_t position, int level,
-                  format::OpRecord& record, const DeviceSink& devices) {
+void captureValue(const c10::IValue& value, format::Role role, uint32_t position, const Capture& capture,
+                  format::OpRecord& record) {
   auto add = [&](const at::Tensor& t, uint32_t item) {
     if (!t.defined()) return;
-    record.tensors.push_back(captureTensor(t, role, position, item, level));
-    devices(record.tensors.back().device);
+    const bool garbage = capture.uninitialized && capture.uninitialized(t);
+    record.tensors.push_back(captureTensor(t, role, position, item, garbage ? 0 : capture.level));
+    record.tensors.back().uninitialized = garbage;
+    if (capture.devices) capture.devices(record.tensors.back().device);
   };
   if (value.isTensor()) {
     add(value.toTensor(), 0);

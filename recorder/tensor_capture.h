@@ -24,10 +24,16 @@ class CaptureGuard {
   at::NoGradGuard no_grad_;
 };
 
-using DeviceSink = std::function<void(const std::string&)>;
+// How to capture the tensors of one op's arguments or results.
+struct Capture {
+  int level = 0;
+  std::function<void(const std::string&)> devices;  // told every tensor's device
+  // True for a tensor holding uninitialized memory: metadata only, flagged.
+  std::function<bool(const at::Tensor&)> uninitialized;
+};
 
-void captureValue(const c10::IValue& value, format::Role role, uint32_t position, int level,
-                  format::OpRecord& record, const DeviceSink& devices);
+void captureValue(const c10::IValue& value, format::Role role, uint32_t position, const Capture& capture,
+                  format::OpRecord& record);
 
 // Ops whose outputs hold whatever memory they got: their contents are not
 // results, so only their metadata is recorded.

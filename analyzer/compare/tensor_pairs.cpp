@@ -46,6 +46,11 @@ void plan(PlannedPair& p, const Thresholds& thresholds) {
   // (ACC_INPUTS, ACC_OUTPUTS) or an op returning more on one device.
   if (!a) return notCompared(p, Verdict::Warn, "missing in DIR0");
   if (!b) return notCompared(p, Verdict::Warn, "missing in DIR1");
+  if (a->uninitialized || b->uninitialized) {
+    // The recorder saw memory from torch.empty & co. that nothing had written.
+    pair.uninitialized = true;
+    return notCompared(p, Verdict::Pass, "uninitialized memory (not recorded)");
+  }
   const std::string dtypes = std::string(format::dtypeName(a->dtype)) + " vs " + format::dtypeName(b->dtype);
   if (realsPerElement(a->dtype) == 0 || realsPerElement(b->dtype) == 0) {
     return notCompared(p, a->dtype == b->dtype ? Verdict::Pass : Verdict::Warn,

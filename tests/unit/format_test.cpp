@@ -46,6 +46,7 @@ void expectSameTensor(const Tensor& a, const Tensor& b) {
   EXPECT_EQ(a.strides, b.strides);
   EXPECT_EQ(a.has_stats, b.has_stats);
   if (a.has_stats && b.has_stats) expectSameStats(a.stats, b.stats);
+  EXPECT_EQ(a.uninitialized, b.uninitialized);
   EXPECT_EQ(a.has_data, b.has_data);
   EXPECT_EQ(b.data_size, a.has_data ? a.data.size() : 0u);
   EXPECT_TRUE(b.data.empty());
@@ -118,6 +119,7 @@ OpRecord sampleOp() {
   out.device = "cuda:1";
   out.shape = {4, 0, 7};
   out.strides = {7, 7, 1};
+  out.uninitialized = true;
 
   Tensor list_item;
   list_item.role = Role::GradIn;

@@ -1,0 +1,36 @@
+// Storages that user code got from an empty-family op (torch.empty,
+// empty_like, new_empty, ...) and that no op has written yet. Their contents
+// are whatever the allocator handed out, different on every run and device,
+// so tensors on them are recorded without values instead of being reported
+// as a divergence. An op that writes one (schema `Tensor(a!)`: fill_,
+// uniform_, copy_, out= arguments) makes it ordinary memory again.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <c10/util/intrusive_ptr.h>
+
+#include <atomic>
+#include <mutex>
+#include <unordered_map>
+
+namespace acc::recorder {
+
+class UninitializedMemory {
+ public:
+  void add(const at::Tensor& t);
+  bool contains(const at::Tensor& t) const;
+  void written(const at::Tensor& t);
+  // Lock-free: lets every op skip the lookups while nothing is tracked.
+  bool empty() const { return size_.load(std::memory_order_relaxed) == 0; }
+
+ private:
+  static const c10::StorageImpl* key(const at::Tensor& t);
+  void dropExpired();  // mu_ held
+
+  mutable std::mutex mu_;
+  // Weak: a freed storage's address may come back for a new one.
+  std::unordered_map<const c10::StorageImpl*, c10::weak_intrusive_ptr<c10::StorageImpl>> storages_;
+  std::atomic<size_t> size_{0};
+};
+
+}  // namespace acc::recorder
