@@ -7,12 +7,14 @@ reports it as the first failing record rather than as an origin), then times `ac
 compared per second (both sides), its CPU time and peak memory.
 
   /usr/bin/python3 bench/compare_throughput.py [--build build] [--mb 16] [--ops 40]
-      [--data chaotic|relu] [--memory-mb 512] [--threads 0] [--keep DIR]
+      [--data chaotic|relu|resnet] [--memory-mb 512] [--threads 0] [--keep DIR]
 
 --data relu adds a ReLU of every op's output: half of its output values are
 zero, which zstd compresses, so decompression costs more than for the
 default spread-out values (stored nearly as is at the default
-ACC_DATA_ZSTD_LEVEL).
+ACC_DATA_ZSTD_LEVEL). --data resnet records examples/resnet_train.py instead
+(4 steps, batch 8, 112x112: about 3 GB per run, many small tensors) twice,
+unchanged: a real model, and two runs that must compare equal.
 
 The issue's target: at least 1 GB/s of tensor data compared on a 2-core
 machine (msprobe: 0.1-0.3 GB/s on 192 cores).
@@ -48,8 +50,8 @@ def main():
     p.add_argument("--build", default=os.path.join(root, "build"))
     p.add_argument("--mb", type=float, default=16, help="MB per tensor (float32)")
     p.add_argument("--ops", type=int, default=40, help="ops in the chain (2 records each)")
-    p.add_argument("--data", choices=("chaotic", "relu"), default="chaotic",
-                   help="tensor values: spread out (default) or half zeros")
+    p.add_argument("--data", choices=("chaotic", "relu", "resnet"), default="chaotic",
+                   help="tensor values: spread out (default), half zeros, or a resnet18's")
     p.add_argument("--memory-mb", type=int, default=512)
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--keep", help="keep the recordings in this directory (reused when present)")
@@ -66,13 +68,17 @@ def main():
         f.write(WORKLOAD)
     env = dict(os.environ, LD_PRELOAD=lib, ACC_LEVEL="2", ACC_QUIET="1",
                BENCH_NUMEL=str(int(args.mb * 1e6 / 4)), BENCH_OPS=str(args.ops), BENCH_DATA=args.data)
+    if args.data == "resnet":
+        script = os.path.join(root, "examples", "resnet_train.py")
+        env.update(RESNET_STEPS="4", RESNET_BATCH="8", RESNET_SIZE="112")
     runs = {}
     for name, wrong in (("dir0", "0"), ("dir1", "1")):
         out = os.path.join(work, name)
         runs[name] = out
         if os.path.exists(os.path.join(out, "rank0", "records.acc")):
             continue
-        subprocess.run([sys.executable, script], env=dict(env, ACC_OUTPUT_DIR=out, BENCH_WRONG=wrong), check=True)
+        subprocess.run([sys.executable, script], env=dict(env, ACC_OUTPUT_DIR=out, BENCH_WRONG=wrong), check=True,
+                       stdout=subprocess.DEVNULL)
     cmd = [analyzer, "compare", runs["dir0"], runs["dir1"], "-o", os.path.join(work, "report"),
            "--json", "--memory-mb", str(args.memory_mb)]
     if args.threads:

@@ -32,6 +32,7 @@ CompareResult filterResult(const CompareResult& full, const ReportFilter& filter
   out.unmatched = full.unmatched;
   out.tensors_compared = full.tensors_compared;
   out.bytes_compared = full.bytes_compared;
+  out.peak_held_bytes = full.peak_held_bytes;
   out.seconds = full.seconds;
   out.problems = full.problems;
   out.notes = full.notes;

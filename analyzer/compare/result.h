@@ -92,6 +92,7 @@ struct CompareResult {
   std::vector<size_t> origins;            // indices into records, execution order
   uint64_t tensors_compared = 0;
   uint64_t bytes_compared = 0;            // tensor data bytes read from both sides
+  uint64_t peak_held_bytes = 0;           // most record bytes held at once (--memory-mb)
   double seconds = 0;
   std::vector<std::string> problems;      // damaged input, reported and tolerated
   std::vector<std::string> notes;         // e.g. a rank only in one recording

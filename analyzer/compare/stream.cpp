@@ -132,20 +132,24 @@ class Pipeline {
     }
   }
 
-  // A reader hands over one record; it waits while the budget is exceeded,
-  // unless its record completes a pair or nothing else can free memory.
+  // A reader hands over one record; it waits while the budget is exceeded
+  // and something else can free memory: a record that completes a pair waits
+  // for the jobs in flight (else a reader far ahead of the other would have
+  // its partners admitted without limit), any other one for a pair or a job.
   void add(int side, uint32_t id, format::OpRecord&& r) {
     const uint64_t bytes = heldBytes(r);
     std::unique_lock<std::mutex> lock(mu_);
     // The other reader may deliver the partner while this one waits.
     auto completes = [&] { return slots_[1 - side][id] != nullptr; };
-    while (!completes() && held_ > 0 && held_ + bytes > job_.memory_budget && !mustProceed(side)) {
+    auto proceed = [&] { return completes() ? jobs_in_flight_ == 0 : mustProceed(side); };
+    while (held_ > 0 && held_ + bytes > job_.memory_budget && !proceed()) {
       waiting_[side] = true;
       reader_cv_.notify_all();
       reader_cv_.wait(lock);
       waiting_[side] = false;
     }
     held_ += bytes;
+    counters_.peak_held_bytes = std::max(counters_.peak_held_bytes, held_);
     if (!completes()) {
       slots_[side][id] = std::make_unique<format::OpRecord>(std::move(r));
       lock.unlock();

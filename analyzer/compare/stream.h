@@ -20,6 +20,7 @@ namespace acc::analyzer {
 struct StreamCounters {
   std::atomic<uint64_t> pairs_done{0};
   std::atomic<uint64_t> bytes_done{0};
+  uint64_t peak_held_bytes = 0;  // most tensor data held at once (--memory-mb)
 };
 
 struct StreamJob {

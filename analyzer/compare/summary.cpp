@@ -155,6 +155,7 @@ nlohmann::json summaryJson(const CompareResult& r, const Thresholds& t, const Su
                    {"fail", c.pairs_fail}}},
                  {"origins", r.origins.size()},
                  {"bytes_compared", r.bytes_compared},
+                 {"peak_held_bytes", r.peak_held_bytes},
                  {"seconds", r.seconds}};
   if (first) {
     j["first_divergence"] = recordSummaryJson(*first, true);

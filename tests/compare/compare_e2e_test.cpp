@@ -382,6 +382,28 @@ TEST(CompareE2E, FewThreadsAndLittleMemoryGiveTheSameResult) {
   EXPECT_EQ(one.summary["origins"], many.summary["origins"]);
 }
 
+// Records are held in memory only until compared: the budget, plus the
+// record each of the two readers is handing over.
+TEST(CompareE2E, MemoryBudgetBoundsTheDataHeld) {
+  TempDir work, out;
+  const std::string script = work / "big.py";
+  std::ofstream(script) << "import torch\n"
+                           "torch.manual_seed(0)\n"
+                           "x = torch.randn(1 << 20)\n"  // 4 MiB per tensor
+                           "for _ in range(12):\n"
+                           "    x = torch.sin(x)\n";
+  for (const char* run : {"a", "b"}) {
+    RunResult r = recordPython(script, work / run, {{"ACC_LEVEL", "2"}});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  Outcome o = compare(work / "a", work / "b", out.path(), {"--memory-mb", "10"});
+  ASSERT_EQ(o.run.exit_code, 0) << o.run.err;
+  const uint64_t record = 2 * (4u << 20) + 1024;  // input and output of one sin
+  EXPECT_GT(o.summary["counts"]["bytes_compared"].get<uint64_t>(), 90u << 20);
+  EXPECT_LE(o.summary["counts"]["peak_held_bytes"].get<uint64_t>(), (10u << 20) + 2 * record);
+  EXPECT_GE(o.summary["counts"]["peak_held_bytes"].get<uint64_t>(), 2 * (8u << 20));  // a pair at least
+}
+
 TEST(CompareE2E, MissingDirectoryIsAnInputError) {
   TempDir out;
   RunResult r = analyzer({"compare", recording(Variant::Reference), out / "nowhere", "-o", out / "o"});
