@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "env/config.h"
 #include "tests/e2e/harness.h"
 
 namespace acc::test {
@@ -22,9 +23,18 @@ const BadValue kBadValues[] = {
     {"ACC_SKIP", "-1"},             {"ACC_STEPS", "5-3"},
     {"ACC_RANKS", "zero"},          {"ACC_STACK", "java"},
     {"ACC_NESTED", "deep"},         {"ACC_BUFFER_MB", "0"},
-    {"ACC_ZSTD_LEVEL", "99"},       {"ACC_FRAME_KB", "1"},
-    {"ACC_ON_FULL", "crash"},       {"ACC_QUIET", "loud"},
+    {"ACC_ZSTD_LEVEL", "99"},       {"ACC_DATA_ZSTD_LEVEL", "0"},
+    {"ACC_FRAME_KB", "1"},          {"ACC_ON_FULL", "crash"},
+    {"ACC_QUIET", "loud"},
 };
+
+TEST(ConfigErrors, EveryVariableHasABadValueAbove) {
+  for (const env::Variable& v : env::variables()) {
+    EXPECT_TRUE(std::any_of(std::begin(kBadValues), std::end(kBadValues),
+                            [&](const BadValue& b) { return std::string(b.variable) == v.name; }))
+        << v.name << " is not run with an invalid value";
+  }
+}
 
 void PrintTo(const BadValue& bad, std::ostream* os) { *os << bad.variable << "=\"" << bad.value << "\""; }
 
