@@ -94,11 +94,15 @@ int listCommand(const std::vector<std::string>& args) {
       std::vector<format::OpRecord> records = loadSorted(rank, stacks, damage);
       if (!json) {
         std::string status = rank.manifest.value("status", std::string("no manifest"));
-        std::printf("rank %lld  %s  torch %s  level %s  %zu records  (%s)\n",
+        uint64_t data = 0;
+        for (const format::OpRecord& r : records) data += r.dataSize();
+        const std::string data_text = data ? "  " + bytesText(static_cast<double>(data)) + " of tensor data" : "";
+        std::printf("rank %lld  %s  torch %s  level %s  format %s  %zu records%s  (%s)\n",
                     static_cast<long long>(rank.rank), rank.dir.c_str(),
                     rank.manifest.value("torch_version", std::string("?")).c_str(),
                     rank.manifest.contains("config") ? rank.manifest["config"].value("level", nlohmann::json()).dump().c_str() : "?",
-                    records.size(), status.c_str());
+                    rank.manifest.value("format_version", nlohmann::json("?")).dump().c_str(), records.size(),
+                    data_text.c_str(), status.c_str());
       }
       for (const format::OpRecord& r : records) {
         if (json) {

@@ -53,16 +53,6 @@ nlohmann::json cellJson(const std::string& text, ColumnType type) {
   return text;
 }
 
-std::string bytesText(uint64_t bytes) {
-  const char* units[] = {"bytes", "kB", "MB", "GB", "TB"};
-  double v = static_cast<double>(bytes);
-  size_t u = 0;
-  while (v >= 1000 && u + 1 < std::size(units)) v /= 1000, ++u;
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u ? "%.3g %s" : "%.0f %s", v, units[u]);
-  return buf;
-}
-
 std::string secondsText(double s) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3g s", s);
@@ -132,7 +122,7 @@ std::string verdictSection(const CompareResult& result, const Counts& c) {
        std::to_string(c.pairs) + " tensor pairs (" + std::to_string(c.pairs_fail) + " fail, " +
        std::to_string(c.pairs_warn) + " warn), " + std::to_string(result.origins.size()) + " origin(s), " +
        std::to_string(result.unmatched.size()) + " unmatched record(s); " +
-       bytesText(result.bytes_compared) + " of tensor data in " +
+       bytesText(static_cast<double>(result.bytes_compared)) + " of tensor data in " +
        secondsText(result.seconds) + "</div>";
   if (!result.problems.empty()) {
     s += "<div class=\"counts\"><b>" + std::to_string(result.problems.size()) +

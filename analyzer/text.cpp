@@ -25,4 +25,13 @@ std::string numberText(double v, const char* format) {
   return buf;
 }
 
+std::string bytesText(double bytes) {
+  const char* units[] = {"bytes", "kB", "MB", "GB", "TB"};
+  size_t u = 0;
+  while (bytes >= 1000 && u + 1 < sizeof units / sizeof units[0]) bytes /= 1000, ++u;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u ? "%.3g %s" : "%.0f %s", bytes, units[u]);
+  return buf;
+}
+
 }  // namespace acc::analyzer

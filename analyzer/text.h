@@ -16,4 +16,7 @@ std::string lowerCase(std::string s);
 // printf-formatted number, with nan, inf and -inf spelled out.
 std::string numberText(double v, const char* format = "%.6g");
 
+// 512 bytes, 3.4 kB, 1.25 GB (decimal units, three significant digits).
+std::string bytesText(double bytes);
+
 }  // namespace acc::analyzer

@@ -5,20 +5,14 @@
 #include <algorithm>
 #include <string>
 
+#include "analyzer/text.h"
+
 namespace acc::analyzer {
 namespace {
 
 constexpr double kBarAfter = 0.5;     // seconds before a bar appears
 constexpr double kLineAfter = 5.0;    // ... before the first progress line (no terminal)
 constexpr double kLineEvery = 5.0;
-
-std::string bytesText(double b) {
-  char buf[32];
-  if (b >= 1e9) std::snprintf(buf, sizeof buf, "%.2f GB", b / 1e9);
-  else if (b >= 1e6) std::snprintf(buf, sizeof buf, "%.1f MB", b / 1e6);
-  else std::snprintf(buf, sizeof buf, "%.0f kB", b / 1e3);
-  return buf;
-}
 
 }  // namespace
 

@@ -34,7 +34,7 @@ TEST(FormatVersions, VersionOneIsReadByEveryCommand) {
 
   RunResult list = analyzer({"list", v1});
   EXPECT_EQ(list.exit_code, 0) << list.err;
-  EXPECT_NE(list.out.find("8 records"), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("format 1  8 records  552 bytes of tensor data"), std::string::npos) << list.out;
   RunResult show = analyzer({"show", v1, "aten::gelu.1.fwd"});
   EXPECT_EQ(show.exit_code, 0) << show.err;
   EXPECT_NE(show.out.find("(data recorded)"), std::string::npos) << show.out;
