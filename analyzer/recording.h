@@ -51,6 +51,8 @@ class RawRecord {
   // whose bytes cannot be read keeps its statistics, loses has_data and is
   // counted in ReadDamage::missing_data.
   format::OpRecord decodeOp(bool with_data) const;
+  // The file, for readers that load tensor bytes themselves.
+  format::FrameReader& file() const { return file_; }
 
   const format::RecordKind kind;
   const std::string_view body;

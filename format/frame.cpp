@@ -80,6 +80,23 @@ void FrameEncoder::encodeData(std::string_view payload, uint64_t stream_offset, 
   compressInto(impl_->ctx, payload, kDataFrameHeaderSize, frame);
 }
 
+struct DataFrameInflater::Impl {
+  ZSTD_DCtx* ctx = ZSTD_createDCtx();
+  std::string compressed;
+  ~Impl() { ZSTD_freeDCtx(ctx); }
+};
+
+DataFrameInflater::DataFrameInflater() : impl_(std::make_unique<Impl>()) {}
+DataFrameInflater::~DataFrameInflater() = default;
+
+bool DataFrameInflater::inflate(int fd, const DataFrameRef& f, char* out) {
+  impl_->compressed.resize(f.compressed);
+  ssize_t got = ::pread(fd, impl_->compressed.data(), f.compressed, static_cast<off_t>(f.file_offset));
+  if (got != static_cast<ssize_t>(f.compressed)) return false;
+  size_t n = ZSTD_decompressDCtx(impl_->ctx, out, f.size, impl_->compressed.data(), f.compressed);
+  return !ZSTD_isError(n) && n == f.size;
+}
+
 struct FrameReader::Decompressor {
   ZSTD_DCtx* ctx = ZSTD_createDCtx();
   ~Decompressor() { ZSTD_freeDCtx(ctx); }
@@ -210,19 +227,28 @@ bool FrameReader::skipDataFrame(long frame_start, const char* header) {
 // Decompresses data frame `index` into `out` (its full size); a failure
 // marks the frame bad and is counted once.
 bool FrameReader::inflateDataFrame(size_t index, char* out) {
-  const DataFrameRef& f = data_frames_[index];
-  compressed_.resize(f.compressed);
-  ssize_t got = ::pread(fileno(file_), compressed_.data(), f.compressed, static_cast<off_t>(f.file_offset));
-  size_t n = got == static_cast<ssize_t>(f.compressed)
-                 ? ZSTD_decompressDCtx(dctx_->ctx, out, f.size, compressed_.data(), f.compressed)
-                 : 0;
-  if (got == static_cast<ssize_t>(f.compressed) && !ZSTD_isError(n) && n == f.size) return true;
-  ++corrupt_data_;
-  bad_data_[index] = 1;
+  if (inflater_.inflate(fileno(file_), data_frames_[index], out)) return true;
+  markCorruptDataFrame(index);
   return false;
 }
 
+void FrameReader::markCorruptDataFrame(size_t index) {
+  if (!bad_data_[index]) ++corrupt_data_;
+  bad_data_[index] = 1;
+}
+
+int FrameReader::fd() const { return fileno(file_); }
+
 bool FrameReader::readData(uint64_t offset, uint64_t size, char* out) {
+  std::vector<DeferredFrame> whole;
+  if (!readDataDeferred(offset, size, out, whole)) return false;
+  for (const DeferredFrame& d : whole) {
+    if (!inflateDataFrame(d.index, d.out)) return false;
+  }
+  return true;
+}
+
+bool FrameReader::readDataDeferred(uint64_t offset, uint64_t size, char* out, std::vector<DeferredFrame>& deferred) {
   if (size == 0) return true;
   const uint64_t end = offset + size;
   // The last frame starting at or before `offset`.
@@ -239,8 +265,8 @@ bool FrameReader::readData(uint64_t offset, uint64_t size, char* out) {
     const uint64_t n = std::min(frame_end, end) - pos;
     if (bad_data_[i]) return false;
     if (f.stream_offset == pos && n == f.size && cached_ != i) {
-      // The whole frame is wanted: decompress straight into place.
-      if (!inflateDataFrame(i, out + (pos - offset))) return false;
+      // The whole frame is wanted: decompressed straight into place, later.
+      deferred.push_back(DeferredFrame{f, i, out + (pos - offset)});
     } else {
       if (cached_ != i) {
         cache_.resize(f.size);

@@ -51,6 +51,30 @@ struct DataFrameRef {
   uint64_t stream_offset = 0;
 };
 
+// Decompresses whole data frames; one per thread, so frames can be
+// decompressed in parallel (the file is read with pread).
+class DataFrameInflater {
+ public:
+  DataFrameInflater();
+  ~DataFrameInflater();
+  DataFrameInflater(const DataFrameInflater&) = delete;
+  DataFrameInflater& operator=(const DataFrameInflater&) = delete;
+  // Reads `frame` from `fd` and decompresses its `size` bytes into `out`;
+  // false when it cannot be read or fails its checksum.
+  bool inflate(int fd, const DataFrameRef& frame, char* out);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// A whole data frame a caller of FrameReader::readDataDeferred decompresses.
+struct DeferredFrame {
+  DataFrameRef frame;
+  size_t index = 0;  // for FrameReader::markCorruptDataFrame
+  char* out = nullptr;
+};
+
 // Reads record frames one at a time, so memory stays bounded by the largest
 // frame; data frames are indexed on the way and decompressed only on demand.
 class FrameReader {
@@ -69,6 +93,13 @@ class FrameReader {
   // refer to it). False when part of it is missing or corrupt.
   bool readData(uint64_t offset, uint64_t size, char* out);
 
+  // The same, except that frames lying whole inside the range are appended
+  // to `deferred` for the caller to decompress (on any thread, with a
+  // DataFrameInflater on fd()); slices of frames are copied now.
+  bool readDataDeferred(uint64_t offset, uint64_t size, char* out, std::vector<DeferredFrame>& deferred);
+  void markCorruptDataFrame(size_t index);  // a deferred frame failed to decompress
+  int fd() const;
+
   uint64_t framesRead() const { return frames_; }  // record frames
   uint64_t dataFramesSeen() const { return data_frames_.size(); }
   uint64_t corruptFrames() const { return corrupt_; }
@@ -80,6 +111,7 @@ class FrameReader {
   bool resync();
   bool skipDataFrame(long frame_start, const char* header);
   bool inflateDataFrame(size_t index, char* out);
+  DataFrameInflater inflater_;
   std::FILE* file_ = nullptr;
   std::string path_;
   uint16_t version_ = 0;

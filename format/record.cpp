@@ -86,6 +86,7 @@ Tensor decodeTensor(ByteReader& r, bool with_data, uint64_t& data_offset) {
   t.has_data = (flags & kHasData) != 0;
   if (t.has_stats) t.stats = decodeStats(r);
   if (t.has_data && (flags & kDataInStream)) {
+    t.data_in_stream = true;
     t.data_size = r.varint();
     t.data_offset = data_offset;
     data_offset += t.data_size;

@@ -50,6 +50,7 @@ struct Tensor {
   bool has_data = false;     // element bytes were recorded (level 2)
   uint64_t data_size = 0;    // their size
   uint64_t data_offset = 0;  // v2: where they start in the file's data stream
+  bool data_in_stream = false;  // v2: in data frames; v1: inline in the record
   std::string data;          // the bytes once loaded: row-major contiguous, little-endian
 
   uint64_t numel() const;

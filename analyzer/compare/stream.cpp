@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <deque>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -36,6 +37,7 @@ struct Task {
   int planned = -1;  // -1: every pair that is not chunked
   uint64_t first = 0, count = 0;
   size_t partial = 0;  // index into job->partials
+  std::function<void()> run;  // set instead of job: decompress a data frame for a reader
 };
 
 struct Job {
@@ -114,22 +116,108 @@ class Pipeline {
     // The metadata pass counted and reported damaged frames and records;
     // data frames (format v2) are first decompressed here.
     const std::string file = (std::filesystem::path(rank.rank.dir) / "records.acc").string();
+    uint64_t missing = 0;  // tensors whose bytes could not be read
     ReadDamage damage = forEachRecord(file,
                   [&](const RawRecord& record) {
                     if (record.kind != format::RecordKind::Op) return;
                     format::ByteReader peek(record.body);
                     auto it = wanted.find(peek.varint());
                     if (it == wanted.end() || seen[it->second]) return;
-                    format::OpRecord r = record.decodeOp(true);
+                    format::OpRecord r = load(record, missing);
                     seen[it->second] = 1;
                     add(side, it->second, std::move(r));
                   });
-    if (damage.missing_data) {
+    if (damage.missing_data + missing) {
       ReadDamage data;
-      data.missing_data = damage.missing_data;
+      data.missing_data = damage.missing_data + missing;
       std::lock_guard<std::mutex> lock(mu_);
       errors_.push_back(data.describe(file));
     }
+  }
+
+  // One record with its tensor bytes. Whole data frames are decompressed by
+  // the workers, in parallel; slices of frames shared with other records by
+  // the reader, which caches the last frame it decompressed.
+  format::OpRecord load(const RawRecord& record, uint64_t& missing) {
+    format::OpRecord r = record.decodeOp(false);
+    for (const format::Tensor& t : r.tensors) {
+      if (t.has_data && !t.data_in_stream) return record.decodeOp(true);  // format v1: bytes inline
+    }
+    format::FrameReader& file = record.file();
+    std::vector<format::DeferredFrame> whole;
+    std::vector<size_t> owner;  // the tensor of each whole frame
+    std::vector<char> bad(r.tensors.size(), 0);
+    for (size_t k = 0; k < r.tensors.size(); ++k) {
+      format::Tensor& t = r.tensors[k];
+      if (!t.has_data || t.data_size == 0) continue;
+      t.data.resize(t.data_size);
+      const size_t before = whole.size();
+      if (!file.readDataDeferred(t.data_offset, t.data_size, t.data.data(), whole)) {
+        bad[k] = 1;
+        whole.resize(before);
+      }
+      owner.resize(whole.size(), k);
+    }
+    std::vector<char> failed = inflate(file.fd(), whole);
+    for (size_t i = 0; i < whole.size(); ++i) {
+      if (!failed[i]) continue;
+      file.markCorruptDataFrame(whole[i].index);
+      bad[owner[i]] = 1;
+    }
+    for (size_t k = 0; k < r.tensors.size(); ++k) {
+      if (!bad[k]) continue;
+      format::Tensor& t = r.tensors[k];
+      t.has_data = false;  // compared on its statistics
+      t.data.clear();
+      t.data.shrink_to_fit();
+      ++missing;
+    }
+    return r;
+  }
+
+  // Decompresses `frames` on the workers and this reader (ahead of queued
+  // metric work, so readers keep going); true for each one that failed.
+  std::vector<char> inflate(int fd, const std::vector<format::DeferredFrame>& frames) {
+    std::vector<char> failed(frames.size(), 0);
+    if (frames.size() < 2) {
+      thread_local format::DataFrameInflater inflater;
+      for (size_t i = 0; i < frames.size(); ++i) failed[i] = !inflater.inflate(fd, frames[i].frame, frames[i].out);
+      return failed;
+    }
+    std::mutex batch_mu;
+    std::condition_variable batch_cv;
+    size_t pending = frames.size();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (size_t i = frames.size(); i-- > 0;) {
+        Task task;
+        task.run = [&, i] {
+          thread_local format::DataFrameInflater inflater;
+          failed[i] = !inflater.inflate(fd, frames[i].frame, frames[i].out);
+          std::lock_guard<std::mutex> done(batch_mu);
+          if (--pending == 0) batch_cv.notify_all();
+        };
+        tasks_.push_front(std::move(task));
+      }
+    }
+    work_cv_.notify_all();
+    // The reader decompresses too instead of idling: decompression tasks are
+    // at the front of the queue, its own among them.
+    for (;;) {
+      std::function<void()> run;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (!tasks_.empty() && tasks_.front().run) {
+          run = std::move(tasks_.front().run);
+          tasks_.pop_front();
+        }
+      }
+      if (!run) break;
+      run();
+    }
+    std::unique_lock<std::mutex> lock(batch_mu);
+    batch_cv.wait(lock, [&] { return pending == 0; });
+    return failed;
   }
 
   // A reader hands over one record; it waits while the budget is exceeded
@@ -182,7 +270,7 @@ class Pipeline {
     job->planned = planPairs(job->r0, job->r1, *job_.thresholds);
     job->partials_of.resize(job->planned.size());
     std::vector<Task> tasks;
-    tasks.push_back(Task{job, -1, 0, 0, 0});
+    tasks.push_back(Task{job, -1, 0, 0, 0, {}});
     for (size_t i = 0; i < job->planned.size(); ++i) {
       const PlannedPair& p = job->planned[i];
       if (p.kind != PairKind::Elements || p.reals <= kChunkReals) continue;
@@ -190,7 +278,7 @@ class Pipeline {
         size_t partial = job->partials.size();
         job->partials.emplace_back();
         job->partials_of[i].push_back(partial);
-        tasks.push_back(Task{job, static_cast<int>(i), first, std::min(kChunkReals, p.reals - first), partial});
+        tasks.push_back(Task{job, static_cast<int>(i), first, std::min(kChunkReals, p.reals - first), partial, {}});
       }
     }
     job->remaining = static_cast<int>(tasks.size());
@@ -205,8 +293,12 @@ class Pipeline {
         std::unique_lock<std::mutex> lock(mu_);
         work_cv_.wait(lock, [&] { return stop_ || !tasks_.empty(); });
         if (tasks_.empty()) return;
-        task = tasks_.front();
+        task = std::move(tasks_.front());
         tasks_.pop_front();
+      }
+      if (task.run) {
+        task.run();
+        continue;
       }
       Job* job = task.job;
       if (task.planned < 0) {

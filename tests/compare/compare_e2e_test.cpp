@@ -384,26 +384,75 @@ TEST(CompareE2E, FewThreadsAndLittleMemoryGiveTheSameResult) {
   EXPECT_EQ(one.summary["origins"], many.summary["origins"]);
 }
 
-// Records are held in memory only until compared: the budget, plus the
-// record each of the two readers is handing over.
-TEST(CompareE2E, MemoryBudgetBoundsTheDataHeld) {
-  TempDir work, out;
+// Offset of the middle of the first frame with `magic` in a records file
+// (format v2: level-2 files start with data frames).
+size_t insideFirstFrame(const std::string& file, uint32_t magic) {
+  std::ifstream in(file, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  for (size_t at = format::kFileHeaderSize; at + format::kFrameHeaderSize <= bytes.size();) {
+    uint32_t m, csize;
+    std::memcpy(&m, bytes.data() + at, 4);
+    std::memcpy(&csize, bytes.data() + at + 4, 4);
+    const size_t header = m == format::kDataFrameMagic ? format::kDataFrameHeaderSize : format::kFrameHeaderSize;
+    if (m == magic) return at + header + csize / 2;
+    at += header + csize;
+  }
+  ADD_FAILURE() << file << " has no frame with magic " << magic;
+  return 0;
+}
+
+void damage(const std::string& file, size_t offset) {
+  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp(static_cast<std::streamoff>(offset));
+  const char junk[8] = {'\x55', '\x55', '\x55', '\x55', '\x55', '\x55', '\x55', '\x55'};
+  f.write(junk, sizeof junk);
+}
+
+// Two runs of a chain of sin() on 4 MiB tensors: several 1 MiB data frames
+// per tensor, decompressed by the workers in parallel.
+void recordBigTensors(const TempDir& work) {
   const std::string script = work / "big.py";
   std::ofstream(script) << "import torch\n"
                            "torch.manual_seed(0)\n"
-                           "x = torch.randn(1 << 20)\n"  // 4 MiB per tensor
+                           "x = torch.randn(1 << 20)\n"
                            "for _ in range(12):\n"
                            "    x = torch.sin(x)\n";
   for (const char* run : {"a", "b"}) {
     RunResult r = recordPython(script, work / run, {{"ACC_LEVEL", "2"}});
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
+}
+
+// Records are held in memory only until compared: the budget, plus the
+// record each of the two readers is handing over.
+TEST(CompareE2E, MemoryBudgetBoundsTheDataHeld) {
+  TempDir work, out;
+  recordBigTensors(work);
   Outcome o = compare(work / "a", work / "b", out.path(), {"--memory-mb", "10"});
   ASSERT_EQ(o.run.exit_code, 0) << o.run.err;
   const uint64_t record = 2 * (4u << 20) + 1024;  // input and output of one sin
   EXPECT_GT(o.summary["counts"]["bytes_compared"].get<uint64_t>(), 90u << 20);
   EXPECT_LE(o.summary["counts"]["peak_held_bytes"].get<uint64_t>(), (10u << 20) + 2 * record);
   EXPECT_GE(o.summary["counts"]["peak_held_bytes"].get<uint64_t>(), 2 * (8u << 20));  // a pair at least
+}
+
+// A data frame inside a large tensor fails its checksum while the workers
+// decompress it: that tensor alone falls back to its statistics.
+TEST(CompareE2E, CorruptFrameInsideALargeTensorCostsOnlyThatTensor) {
+  TempDir work, out;
+  recordBigTensors(work);
+  const std::string file = work / "b/rank0/records.acc";
+  damage(file, insideFirstFrame(file, format::kDataFrameMagic));
+  Outcome o = compare(work / "a", work / "b", out.path());
+  EXPECT_EQ(o.run.exit_code, 2) << o.run.out << o.run.err;
+  EXPECT_NE(o.run.err.find("1 tensor(s) without their data (compared on statistics)"), std::string::npos)
+      << o.run.err;
+  ASSERT_TRUE(o.summary.is_object());
+  EXPECT_EQ(o.summary["counts"]["unmatched1"], 0);
+  EXPECT_EQ(o.summary["counts"]["records"]["fail"], 0) << o.summary.dump();
+  // Every other tensor was compared element by element: 12 sin records of
+  // two 4 MiB tensors, plus randn's output, less the damaged one.
+  EXPECT_EQ(o.summary["counts"]["bytes_compared"].get<uint64_t>(), 2 * (24u * (4u << 20)));
 }
 
 TEST(CompareE2E, MissingDirectoryIsAnInputError) {
@@ -429,30 +478,6 @@ TEST(CompareE2E, TruncatedRecordsFileIsReportedAndTheRestCompared) {
   EXPECT_FALSE(o.summary["problems"].empty());
   EXPECT_GT(o.summary["counts"]["matched"].get<int>(), 0);
   EXPECT_GT(o.summary["counts"]["unmatched0"].get<int>(), 0);
-}
-
-// Offset of the middle of the first frame with `magic` in a records file
-// (format v2: level-2 files start with data frames).
-size_t insideFirstFrame(const std::string& file, uint32_t magic) {
-  std::ifstream in(file, std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(in)), {});
-  for (size_t at = format::kFileHeaderSize; at + format::kFrameHeaderSize <= bytes.size();) {
-    uint32_t m, csize;
-    std::memcpy(&m, bytes.data() + at, 4);
-    std::memcpy(&csize, bytes.data() + at + 4, 4);
-    const size_t header = m == format::kDataFrameMagic ? format::kDataFrameHeaderSize : format::kFrameHeaderSize;
-    if (m == magic) return at + header + csize / 2;
-    at += header + csize;
-  }
-  ADD_FAILURE() << file << " has no frame with magic " << magic;
-  return 0;
-}
-
-void damage(const std::string& file, size_t offset) {
-  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
-  f.seekp(static_cast<std::streamoff>(offset));
-  const char junk[8] = {'\x55', '\x55', '\x55', '\x55', '\x55', '\x55', '\x55', '\x55'};
-  f.write(junk, sizeof junk);
 }
 
 TEST(CompareE2E, CorruptFrameIsReportedAndTheRestCompared) {
