@@ -66,18 +66,43 @@ std::string ReadDamage::describe(const std::string& file) const {
   return out + "; the readable records are used";
 }
 
-format::OpRecord RawRecord::decodeOp(bool with_data) const {
+std::vector<char> inflateOnThisThread(int fd, const std::vector<format::DeferredFrame>& frames) {
+  thread_local format::DataFrameInflater inflater;
+  std::vector<char> failed(frames.size(), 0);
+  for (size_t i = 0; i < frames.size(); ++i) failed[i] = !inflater.inflate(fd, frames[i].frame, frames[i].out);
+  return failed;
+}
+
+format::OpRecord RawRecord::decodeOp(bool with_data, const FrameInflater& inflate) const {
   format::OpRecord r = format::decodeOp(body, with_data, data_offset_);
   if (!with_data) return r;
-  for (format::Tensor& t : r.tensors) {
-    if (!t.has_data || t.data.size() == t.data_size) continue;  // inline (v1), or no bytes
+  std::vector<format::DeferredFrame> whole;
+  std::vector<size_t> owner;  // the tensor of each whole frame
+  std::vector<char> bad(r.tensors.size(), 0);
+  for (size_t k = 0; k < r.tensors.size(); ++k) {
+    format::Tensor& t = r.tensors[k];
+    if (!t.has_data || !t.data_in_stream || t.data_size == 0) continue;  // v1: loaded inline
     t.data.resize(t.data_size);
-    if (!file_.readData(t.data_offset, t.data_size, t.data.data())) {
-      t.data.clear();
-      t.data.shrink_to_fit();
-      t.has_data = false;
-      ++damage_.missing_data;
+    const size_t before = whole.size();
+    if (!file_.readDataDeferred(t.data_offset, t.data_size, t.data.data(), whole)) {
+      bad[k] = 1;
+      whole.resize(before);
     }
+    owner.resize(whole.size(), k);
+  }
+  const std::vector<char> failed = (inflate ? inflate : inflateOnThisThread)(file_.fd(), whole);
+  for (size_t i = 0; i < whole.size(); ++i) {
+    if (!failed[i]) continue;
+    file_.markCorruptDataFrame(whole[i].index);
+    bad[owner[i]] = 1;
+  }
+  for (size_t k = 0; k < r.tensors.size(); ++k) {
+    if (!bad[k]) continue;
+    format::Tensor& t = r.tensors[k];
+    t.has_data = false;  // compared on its statistics
+    t.data.clear();
+    t.data.shrink_to_fit();
+    ++damage_.missing_data;
   }
   return r;
 }

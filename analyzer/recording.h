@@ -39,6 +39,13 @@ struct ReadDamage {
   std::string describe(const std::string& file) const;
 };
 
+// Decompresses whole data frames (each into its `out`), on whatever threads
+// it likes; returns, per frame, whether it failed.
+using FrameInflater = std::function<std::vector<char>(int fd, const std::vector<format::DeferredFrame>&)>;
+
+// The FrameInflater that works on the calling thread.
+std::vector<char> inflateOnThisThread(int fd, const std::vector<format::DeferredFrame>& frames);
+
 // One record as forEachRecord meets it.
 class RawRecord {
  public:
@@ -49,10 +56,10 @@ class RawRecord {
   // Throws FormatError on a malformed body. `with_data` loads the tensor
   // bytes too (inline in format v1, from the data frames in v2); a tensor
   // whose bytes cannot be read keeps its statistics, loses has_data and is
-  // counted in ReadDamage::missing_data.
-  format::OpRecord decodeOp(bool with_data) const;
-  // The file, for readers that load tensor bytes themselves.
-  format::FrameReader& file() const { return file_; }
+  // counted in ReadDamage::missing_data. Slices of data frames are read
+  // here; frames lying whole inside a tensor go to `inflate` (default: this
+  // thread), straight into the tensor's buffer.
+  format::OpRecord decodeOp(bool with_data, const FrameInflater& inflate = {}) const;
 
   const format::RecordKind kind;
   const std::string_view body;

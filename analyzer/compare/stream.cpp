@@ -116,74 +116,34 @@ class Pipeline {
     // The metadata pass counted and reported damaged frames and records;
     // data frames (format v2) are first decompressed here.
     const std::string file = (std::filesystem::path(rank.rank.dir) / "records.acc").string();
-    uint64_t missing = 0;  // tensors whose bytes could not be read
     ReadDamage damage = forEachRecord(file,
                   [&](const RawRecord& record) {
                     if (record.kind != format::RecordKind::Op) return;
                     format::ByteReader peek(record.body);
                     auto it = wanted.find(peek.varint());
                     if (it == wanted.end() || seen[it->second]) return;
-                    format::OpRecord r = load(record, missing);
+                    // Whole data frames are decompressed by the workers, in
+                    // parallel; slices of frames shared with other records
+                    // by this reader, which caches the last frame it read.
+                    format::OpRecord r = record.decodeOp(true, [this](int fd, const auto& frames) {
+                      return inflate(fd, frames);
+                    });
                     seen[it->second] = 1;
                     add(side, it->second, std::move(r));
                   });
-    if (damage.missing_data + missing) {
+    if (damage.missing_data) {
       ReadDamage data;
-      data.missing_data = damage.missing_data + missing;
+      data.missing_data = damage.missing_data;
       std::lock_guard<std::mutex> lock(mu_);
       errors_.push_back(data.describe(file));
     }
   }
 
-  // One record with its tensor bytes. Whole data frames are decompressed by
-  // the workers, in parallel; slices of frames shared with other records by
-  // the reader, which caches the last frame it decompressed.
-  format::OpRecord load(const RawRecord& record, uint64_t& missing) {
-    format::OpRecord r = record.decodeOp(false);
-    for (const format::Tensor& t : r.tensors) {
-      if (t.has_data && !t.data_in_stream) return record.decodeOp(true);  // format v1: bytes inline
-    }
-    format::FrameReader& file = record.file();
-    std::vector<format::DeferredFrame> whole;
-    std::vector<size_t> owner;  // the tensor of each whole frame
-    std::vector<char> bad(r.tensors.size(), 0);
-    for (size_t k = 0; k < r.tensors.size(); ++k) {
-      format::Tensor& t = r.tensors[k];
-      if (!t.has_data || t.data_size == 0) continue;
-      t.data.resize(t.data_size);
-      const size_t before = whole.size();
-      if (!file.readDataDeferred(t.data_offset, t.data_size, t.data.data(), whole)) {
-        bad[k] = 1;
-        whole.resize(before);
-      }
-      owner.resize(whole.size(), k);
-    }
-    std::vector<char> failed = inflate(file.fd(), whole);
-    for (size_t i = 0; i < whole.size(); ++i) {
-      if (!failed[i]) continue;
-      file.markCorruptDataFrame(whole[i].index);
-      bad[owner[i]] = 1;
-    }
-    for (size_t k = 0; k < r.tensors.size(); ++k) {
-      if (!bad[k]) continue;
-      format::Tensor& t = r.tensors[k];
-      t.has_data = false;  // compared on its statistics
-      t.data.clear();
-      t.data.shrink_to_fit();
-      ++missing;
-    }
-    return r;
-  }
-
   // Decompresses `frames` on the workers and this reader (ahead of queued
   // metric work, so readers keep going); true for each one that failed.
   std::vector<char> inflate(int fd, const std::vector<format::DeferredFrame>& frames) {
+    if (frames.size() < 2) return inflateOnThisThread(fd, frames);
     std::vector<char> failed(frames.size(), 0);
-    if (frames.size() < 2) {
-      thread_local format::DataFrameInflater inflater;
-      for (size_t i = 0; i < frames.size(); ++i) failed[i] = !inflater.inflate(fd, frames[i].frame, frames[i].out);
-      return failed;
-    }
     std::mutex batch_mu;
     std::condition_variable batch_cv;
     size_t pending = frames.size();
