@@ -26,19 +26,11 @@ std::vector<std::string> ReportFilter::describe() const {
 }
 
 CompareResult filterResult(const CompareResult& full, const ReportFilter& filter) {
-  CompareResult out;
-  out.dir0 = full.dir0;
-  out.dir1 = full.dir1;
-  out.unmatched = full.unmatched;
-  out.tensors_compared = full.tensors_compared;
-  out.bytes_compared = full.bytes_compared;
-  out.peak_held_bytes = full.peak_held_bytes;
-  out.seconds = full.seconds;
-  out.problems = full.problems;
-  out.notes = full.notes;
-  out.records0 = full.records0;
-  out.records1 = full.records1;
-  out.filters = full.filters;
+  // Everything but the rows and origins, which are rebuilt below: a field
+  // added to CompareResult cannot be forgotten here.
+  CompareResult out = full;
+  out.records.clear();
+  out.origins.clear();
   for (const std::string& f : filter.describe()) out.filters.push_back(f);
   std::vector<size_t> new_index(full.records.size(), SIZE_MAX);
   for (size_t i = 0; i < full.records.size(); ++i) {
