@@ -50,7 +50,7 @@ std::string scalarText(const c10::IValue& v) {
 
 }  // namespace
 
-bool outputsUninitialized(const std::string& op) {
+bool outputsUninitialized(std::string_view op) {
   static const char* const kOps[] = {"aten::empty", "aten::empty_like", "aten::empty_strided",
                                      "aten::new_empty", "aten::new_empty_strided"};
   for (const char* name : kOps) {

@@ -8,6 +8,7 @@
 #include <ATen/record_function.h>
 
 #include <functional>
+#include <string_view>
 
 #include "format/record.h"
 
@@ -37,7 +38,7 @@ void captureValue(const c10::IValue& value, format::Role role, uint32_t position
 
 // Ops whose outputs hold whatever memory they got: their contents are not
 // results, so only their metadata is recorded.
-bool outputsUninitialized(const std::string& op);
+bool outputsUninitialized(std::string_view op);  // called at the end of every top-level op
 
 format::Tensor captureTensor(const at::Tensor& t, format::Role role, uint32_t position,
                              uint32_t item, int level);
