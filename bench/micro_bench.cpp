@@ -219,7 +219,7 @@ BENCHMARK(BM_RingBufferPushPopSameThread);
 // consumer thread (as the writer) pops and frees. Items per second is the
 // rate the queue sustains end to end.
 struct QueueFixture {
-  std::unique_ptr<acc::recorder::RingBuffer> queue;
+  std::unique_ptr<acc::recorder::RingBuffer<>> queue;
   std::thread consumer;
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> popped{0};
@@ -229,7 +229,7 @@ QueueFixture* g_queue = nullptr;
 
 void startConsumer(const benchmark::State&) {
   g_queue = new QueueFixture;
-  g_queue->queue = std::make_unique<acc::recorder::RingBuffer>(1 << 16, 256ull << 20);
+  g_queue->queue = std::make_unique<acc::recorder::RingBuffer<>>(1 << 16, 256ull << 20);
   g_queue->consumer = std::thread([q = g_queue] {
     uint64_t n = 0;
     for (;;) {
@@ -252,7 +252,7 @@ void stopConsumer(const benchmark::State&) {
 }
 
 void BM_RingBufferProducers(benchmark::State& state) {
-  acc::recorder::RingBuffer& queue = *g_queue->queue;
+  acc::recorder::RingBuffer<>& queue = *g_queue->queue;
   const std::string record(kRecordBytes, 'x');
   uint64_t full = 0;
   for (auto _ : state) {

@@ -22,3 +22,37 @@ function(acc_find_torch_python out_var)
                   "Install python3-torch or set ACC_PYTHON; the Python tests will fail.")
   set(${out_var} "" PARENT_SCOPE)
 endfunction()
+
+# Puts the torch of `python` first in CMAKE_PREFIX_PATH (through
+# torch.utils.cmake_prefix_path), unless the user named a Torch_DIR.
+function(acc_torch_prefix_from_python python)
+  if(NOT python OR Torch_DIR)
+    return()
+  endif()
+  execute_process(COMMAND "${python}" -c "import torch.utils; print(torch.utils.cmake_prefix_path)"
+    RESULT_VARIABLE rc OUTPUT_VARIABLE prefix ERROR_QUIET OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(rc EQUAL 0 AND EXISTS "${prefix}")
+    message(STATUS "acc: torch's CMake config from ${python}: ${prefix}")
+    set(CMAKE_PREFIX_PATH "${prefix};${CMAKE_PREFIX_PATH}" PARENT_SCOPE)
+  endif()
+endfunction()
+
+# The libstdc++ ABI that torch's CMake config asks for (TORCH_CXX_FLAGS) must
+# be the one the Python's torch was built with; a mismatch fails at link or
+# load time with missing std::string symbols, so say it at configure time.
+function(acc_check_torch_abi_flag python)
+  if(NOT python)
+    return()
+  endif()
+  execute_process(COMMAND "${python}" -c "import torch; print(int(torch.compiled_with_cxx11_abi()))"
+    RESULT_VARIABLE rc OUTPUT_VARIABLE abi ERROR_QUIET OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(NOT rc EQUAL 0)
+    return()
+  endif()
+  if(NOT "${TORCH_CXX_FLAGS}" MATCHES "_GLIBCXX_USE_CXX11_ABI=${abi}")
+    message(FATAL_ERROR "acc: ${python}'s torch uses _GLIBCXX_USE_CXX11_ABI=${abi} but the "
+                        "TorchConfig.cmake found (${Torch_DIR}) asks for '${TORCH_CXX_FLAGS}': "
+                        "they are different torch installations; set Torch_DIR or ACC_PYTHON to one")
+  endif()
+  message(STATUS "acc: libstdc++ ABI flag _GLIBCXX_USE_CXX11_ABI=${abi}, as torch reports")
+endfunction()

@@ -15,7 +15,7 @@ function(acc_detect_torch_ndebug out_var)
       COMPILE_DEFINITIONS ${defs}
       CMAKE_FLAGS "-DINCLUDE_DIRECTORIES=${TORCH_INCLUDE_DIRS};${PROJECT_SOURCE_DIR}"
       LINK_LIBRARIES ${TORCH_LIBRARIES}
-      CXX_STANDARD 17
+      CXX_STANDARD ${CMAKE_CXX_STANDARD}
       COMPILE_OUTPUT_VARIABLE compile_out
       RUN_OUTPUT_VARIABLE run_out)
     if(compile_result AND run_result EQUAL 0)

@@ -131,7 +131,20 @@ void* openFromCallerPath(const char* file, int flags, void* caller) {
   return handle;
 }
 
+// ACC_EAGER=1: torch.compile is turned off through torch's own switch.
+// Python copies the environment into os.environ when it starts, and torch
+// reads the switch from there when torch._dynamo is imported, so it is set
+// here, before the interpreter's main runs. Invalid configurations are
+// reported later, once, when torch loads.
+void applyEager() {
+  acc::env::ParseResult parsed = acc::env::parseProcessEnvironment();
+  if (!parsed.ok() || !parsed.config.enabled || !parsed.config.eager) return;
+  setenv("TORCH_COMPILE_DISABLE", "1", 1);
+  setenv("TORCHDYNAMO_DISABLE", "1", 1);
+}
+
 __attribute__((constructor)) void onLoad() {
+  applyEager();
   // C++ programs linked with libtorch have it loaded (and initialized)
   // before preloaded constructors run.
   g_constructed.store(true);

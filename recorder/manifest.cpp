@@ -11,6 +11,7 @@ nlohmann::json configToJson(const env::Config& c) {
   for (const auto& [first, last] : c.steps.ranges) steps.push_back({first, last});
   return {
       {"enabled", c.enabled},
+      {"eager", c.eager},
       {"output_dir", c.output_dir},
       {"level", c.level},
       {"inputs", c.inputs},

@@ -7,6 +7,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "recorder/device_capture.h"
 #include "recorder/session.h"
 #include "recorder/stats_cache.h"
 #include "recorder/tensor_capture.h"
@@ -15,7 +16,6 @@
 namespace acc::recorder::observer {
 namespace {
 
-using format::OpRecord;
 using format::Pass;
 using format::Role;
 
@@ -42,14 +42,14 @@ uint64_t nowNs() {
                                    .count());
 }
 
-void emitRecord(Session& s, std::unique_ptr<OpRecord> record);
+void emitRecord(Session& s, std::unique_ptr<CapturedOp> record);
 
 struct ThreadState {
   int depth = 0;         // ops (and autograd nodes) entered on this thread
   int engine_depth = 0;  // autograd engine scopes entered
   // A backward record waits here between its node's end and the node's post
   // hook, which adds the gradients the node produced.
-  std::unique_ptr<OpRecord> pending;
+  std::unique_ptr<CapturedOp> pending;
   uint64_t pending_seq = 0;
 
   ~ThreadState() {
@@ -70,16 +70,21 @@ struct OpContext : at::ObserverContext {
   uint64_t thread = 0;
   uint64_t seq_begin = 0;
   std::shared_ptr<ForwardOp> forward;
-  std::unique_ptr<OpRecord> record;
+  std::unique_ptr<CapturedOp> record;
   bool hooked = false;
   uint64_t backward_seq = 0;
 };
 
-void emitRecord(Session& s, std::unique_ptr<OpRecord> record) {
+void emitRecord(Session& s, std::unique_ptr<CapturedOp> record) {
+  s.counts().recorded.fetch_add(1, std::memory_order_relaxed);
+  if (record->inFlight()) {
+    // Device values are still being copied: the writer completes it.
+    s.emit(inFlight(std::move(record)));
+    return;
+  }
   auto bytes = std::make_unique<std::string>();
   format::encode(*record, *bytes);
   format::appendData(*record, *bytes);
-  s.counts().recorded.fetch_add(1, std::memory_order_relaxed);
   s.emit(std::move(bytes));
 }
 
@@ -87,9 +92,9 @@ void flushPending(Session& s) {
   if (tls.pending) emitRecord(s, std::move(tls.pending));
 }
 
-std::unique_ptr<OpRecord> newRecord(Session& s, std::string name, std::string op, Pass pass,
-                                     uint64_t number, int64_t step) {
-  auto r = std::make_unique<OpRecord>();
+std::unique_ptr<CapturedOp> newRecord(Session& s, std::string name, std::string op, Pass pass,
+                                       uint64_t number, int64_t step) {
+  auto r = std::make_unique<CapturedOp>();
   r->index = s.nextIndex();
   r->name = std::move(name);
   r->op = std::move(op);
@@ -103,7 +108,7 @@ std::unique_ptr<OpRecord> newRecord(Session& s, std::string name, std::string op
   return r;
 }
 
-void captureAll(Session& s, c10::ArrayRef<const c10::IValue> values, Role role, OpRecord& r) {
+void captureAll(Session& s, c10::ArrayRef<const c10::IValue> values, Role role, CapturedOp& r) {
   CaptureGuard guard;
   Capture capture;
   capture.level = s.config().level;
@@ -114,6 +119,7 @@ void captureAll(Session& s, c10::ArrayRef<const c10::IValue> values, Role role, 
     capture.uninitialized = [&s](const at::Tensor& t) { return s.uninitialized().contains(t); };
   }
   for (size_t i = 0; i < values.size(); ++i) captureValue(values[i], role, static_cast<uint32_t>(i), capture, r);
+  markCopies(r);
 }
 
 // Runs at the start of every forward op, recorded or not (inputs can only

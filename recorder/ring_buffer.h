@@ -1,6 +1,7 @@
 // Bounded lock-free multi-producer queue (Dmitry Vyukov's design) between op
 // threads and the single writer thread. Producers never take a lock; when the
 // queue or its byte budget is full, the caller chooses to wait or to drop.
+// An item's weight against the budget is queuedBytes(item), found by ADL.
 #pragma once
 
 #include <atomic>
@@ -12,18 +13,71 @@
 
 namespace acc::recorder {
 
+inline uint64_t queuedBytes(const std::string& item) { return item.size(); }
+
+template <typename Item = std::string>
 class RingBuffer {
  public:
   // `slots` is rounded up to a power of two; `byte_budget` bounds the record
   // bytes queued and not yet taken by the writer.
-  RingBuffer(size_t slots, uint64_t byte_budget);
-  ~RingBuffer();
+  RingBuffer(size_t slots, uint64_t byte_budget) : budget_(byte_budget) {
+    size_t n = 2;
+    while (n < slots) n <<= 1;
+    slots_ = std::make_unique<Slot[]>(n);
+    mask_ = n - 1;
+    for (size_t i = 0; i < n; ++i) {
+      slots_[i].sequence.store(i, std::memory_order_relaxed);
+      slots_[i].item = nullptr;
+    }
+  }
+  ~RingBuffer() {
+    while (tryPop()) {
+    }
+  }
   RingBuffer(const RingBuffer&) = delete;
   RingBuffer& operator=(const RingBuffer&) = delete;
 
   // Takes ownership on success; on failure (full) `item` is left untouched.
-  bool tryPush(std::unique_ptr<std::string>& item);
-  std::unique_ptr<std::string> tryPop();
+  bool tryPush(std::unique_ptr<Item>& item) {
+    const uint64_t size = queuedBytes(*item);
+    // The budget is advisory under contention: a record that fits when
+    // checked may overshoot by at most one record per producer thread.
+    const uint64_t queued = bytes_.load(std::memory_order_relaxed);
+    if (queued != 0 && queued + size > budget_) return false;
+
+    size_t pos = head_.load(std::memory_order_relaxed);
+    for (;;) {
+      Slot& slot = slots_[pos & mask_];
+      const size_t seq = slot.sequence.load(std::memory_order_acquire);
+      const auto diff = static_cast<std::ptrdiff_t>(seq) - static_cast<std::ptrdiff_t>(pos);
+      if (diff == 0) {
+        if (head_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
+          bytes_.fetch_add(size, std::memory_order_relaxed);
+          slot.item = item.release();
+          slot.sequence.store(pos + 1, std::memory_order_release);
+          return true;
+        }
+      } else if (diff < 0) {
+        return false;  // full
+      } else {
+        pos = head_.load(std::memory_order_relaxed);
+      }
+    }
+  }
+
+  std::unique_ptr<Item> tryPop() {
+    const size_t pos = tail_.load(std::memory_order_relaxed);
+    Slot& slot = slots_[pos & mask_];
+    const size_t seq = slot.sequence.load(std::memory_order_acquire);
+    if (static_cast<std::ptrdiff_t>(seq) - static_cast<std::ptrdiff_t>(pos + 1) < 0) return nullptr;
+    // Single consumer: no CAS needed on the tail.
+    std::unique_ptr<Item> item(slot.item);
+    slot.item = nullptr;
+    tail_.store(pos + 1, std::memory_order_relaxed);
+    slot.sequence.store(pos + mask_ + 1, std::memory_order_release);
+    bytes_.fetch_sub(queuedBytes(*item), std::memory_order_relaxed);
+    return item;
+  }
 
   uint64_t bytesQueued() const { return bytes_.load(std::memory_order_relaxed); }
   uint64_t byteBudget() const { return budget_; }
@@ -31,7 +85,7 @@ class RingBuffer {
  private:
   struct Slot {
     std::atomic<size_t> sequence;
-    std::string* item;
+    Item* item;
   };
   static constexpr size_t kLine = 64;
 

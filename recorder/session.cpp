@@ -131,6 +131,7 @@ void Session::advanceStep() {
 }
 
 void Session::emit(std::unique_ptr<std::string> record) { writer_->submit(std::move(record)); }
+void Session::emit(std::unique_ptr<InFlightRecord> record) { writer_->submit(std::move(record)); }
 
 void Session::noteDevice(const std::string& device) {
   std::lock_guard<std::mutex> lock(devices_mutex_);

@@ -50,6 +50,7 @@ class Session {
   uint64_t nextIndex() { return indices_.fetch_add(1); }
 
   void emit(std::unique_ptr<std::string> record);
+  void emit(std::unique_ptr<InFlightRecord> record);
   void noteDevice(const std::string& device);
 
  private:

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "recorder/device_capture.h"
 #include "recorder/stats_cache.h"
 #include "recorder/tensor_stats.h"
 
@@ -59,6 +60,11 @@ bool outputsUninitialized(std::string_view op) {
   return false;
 }
 
+bool readable(const at::Tensor& t) {
+  return t.layout() == at::kStrided && dtypeOf(t.scalar_type()) != format::Dtype::Unknown &&
+         !t.is_quantized() && !t.is_meta();
+}
+
 format::Tensor captureTensor(const at::Tensor& t, format::Role role, uint32_t position,
                              uint32_t item, int level) {
   format::Tensor out;
@@ -70,17 +76,18 @@ format::Tensor captureTensor(const at::Tensor& t, format::Role role, uint32_t po
   out.shape.assign(t.sizes().begin(), t.sizes().end());
   bool strided = t.layout() == at::kStrided;
   if (strided) out.strides.assign(t.strides().begin(), t.strides().end());
-  // Sparse, quantized and unknown element types keep their metadata only.
-  bool readable = strided && out.dtype != format::Dtype::Unknown && !t.is_quantized() && !t.is_meta();
-  if (level >= 1 && readable) {
+  // Sparse, quantized and unknown element types keep their metadata only;
+  // device tensors get their values from captureOnDevice().
+  const bool here = t.device().is_cpu() && readable(t);
+  if (level >= 1 && here) {
     StatsCache& cache = threadStatsCache();
     std::optional<format::Stats> known = cache.find(t);
     out.stats = known ? *known : tensorStats(t);
     out.has_stats = true;
     if (role == format::Role::Output || role == format::Role::GradOut) cache.store(t, out.stats);
   }
-  if (level >= 2 && readable) {
-    at::Tensor host = t.detach().to(at::kCPU).contiguous();
+  if (level >= 2 && here) {
+    at::Tensor host = t.detach().contiguous();
     out.data.assign(static_cast<const char*>(host.data_ptr()), host.nbytes());
     out.has_data = true;
   }
@@ -88,12 +95,16 @@ format::Tensor captureTensor(const at::Tensor& t, format::Role role, uint32_t po
 }
 
 void captureValue(const c10::IValue& value, format::Role role, uint32_t position, const Capture& capture,
-                  format::OpRecord& record) {
+                  CapturedOp& record) {
   auto add = [&](const at::Tensor& t, uint32_t item) {
     if (!t.defined()) return;
     const bool garbage = capture.uninitialized && capture.uninitialized(t);
-    record.tensors.push_back(captureTensor(t, role, position, item, garbage ? 0 : capture.level));
+    const int level = garbage ? 0 : capture.level;
+    record.tensors.push_back(captureTensor(t, role, position, item, level));
     record.tensors.back().uninitialized = garbage;
+    if (level >= 1 && !t.device().is_cpu() && readable(t)) {
+      captureOnDevice(t, level, record.tensors.size() - 1, record);
+    }
     if (capture.devices) capture.devices(record.tensors.back().device);
   };
   if (value.isTensor()) {

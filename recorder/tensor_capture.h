@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "format/record.h"
+#include "recorder/captured_op.h"
 
 namespace acc::recorder {
 
@@ -33,14 +34,22 @@ struct Capture {
   std::function<bool(const at::Tensor&)> uninitialized;
 };
 
+// Appends the tensors of `value` to `record` (scalars as text for inputs).
+// CPU tensors get their values now; device tensors queue them
+// (device_capture.h), and the caller ends the batch with markCopies().
 void captureValue(const c10::IValue& value, format::Role role, uint32_t position, const Capture& capture,
-                  format::OpRecord& record);
+                  CapturedOp& record);
 
 // Ops whose outputs hold whatever memory they got: their contents are not
 // results, so only their metadata is recorded.
 bool outputsUninitialized(std::string_view op);  // called at the end of every top-level op
 
+// Metadata of any tensor; statistics and data too for a CPU tensor.
 format::Tensor captureTensor(const at::Tensor& t, format::Role role, uint32_t position,
                              uint32_t item, int level);
+
+// Whether acc can read the values of `t` (strided, a known element type, not
+// quantized or meta).
+bool readable(const at::Tensor& t);
 
 }  // namespace acc::recorder

@@ -7,7 +7,9 @@
 #include <immintrin.h>
 #endif
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -231,33 +233,113 @@ format::Stats tensorStatsFused(const at::Tensor& cpu_tensor) {
   }
 }
 
-format::Stats tensorStatsAten(const at::Tensor& tensor) {
-  format::Stats s;
+namespace {
+
+// Elements per block of the two-level sum: blocks are summed on the device in
+// the tensor's precision (float for half and bfloat16), the block sums in
+// float64, so the mean keeps about float64's accuracy without a float64 copy.
+constexpr int64_t kSumBlock = 1024;
+// Elements per checksum chunk: bounds the int64 temporaries to 16 bytes per
+// element of one chunk, whatever the tensor's size.
+constexpr int64_t kChecksumChunk = int64_t{1} << 22;
+
+at::Tensor blockSum(const at::Tensor& flat, at::ScalarType accumulate) {
+  const int64_t n = flat.numel();
+  const int64_t whole = n - n % kSumBlock;
+  at::Tensor total = at::zeros({}, flat.options().dtype(at::kDouble));
+  if (whole > 0) {
+    at::Tensor blocks = flat.narrow(0, 0, whole).view({-1, kSumBlock}).sum(1, false, accumulate);
+    total = total.add(blocks.sum(at::kDouble));
+  }
+  if (whole < n) total = total.add(flat.narrow(0, whole, n - whole).sum(at::kDouble));
+  return total;
+}
+
+// The L2 norm the same way: block norms in the accumulation precision,
+// their squares summed in float64.
+at::Tensor blockNorm(const at::Tensor& flat, at::ScalarType accumulate) {
+  const int64_t n = flat.numel();
+  const int64_t whole = n - n % kSumBlock;
+  at::Tensor squares = at::zeros({}, flat.options().dtype(at::kDouble));
+  if (whole > 0) {
+    at::Tensor blocks = flat.narrow(0, 0, whole).view({-1, kSumBlock});
+    at::Tensor norms = at::linalg_vector_norm(blocks, 2, at::IntArrayRef{1}, false, accumulate).to(at::kDouble);
+    squares = squares.add(norms.mul(norms).sum());
+  }
+  if (whole < n) {
+    at::Tensor tail = at::linalg_vector_norm(flat.narrow(0, whole, n - whole), 2, {}, false, accumulate);
+    squares = squares.add(tail.to(at::kDouble).square());
+  }
+  return squares.sqrt();
+}
+
+at::Tensor checksumOf(const at::Tensor& flat) {
+  const int64_t n = flat.numel();
+  at::Tensor bits = flat.view(sameWidthInteger(flat.element_size()));
+  at::Tensor sum = at::zeros({}, flat.options().dtype(at::kLong));
+  for (int64_t begin = 0; begin < n; begin += kChecksumChunk) {
+    const int64_t len = std::min(kChecksumChunk, n - begin);
+    // Out of place throughout: for 8-byte dtypes the integer view shares the
+    // caller's memory. Wrapping int64 arithmetic is the checksum's mod 2^64.
+    at::Tensor wide = bits.narrow(0, begin, len).to(at::kLong);
+    at::Tensor weights = at::arange(2 * begin + 1, 2 * (begin + len) + 1, 2, flat.options().dtype(at::kLong));
+    sum = sum.add(at::mul(wide, weights).sum());
+  }
+  return sum;
+}
+
+}  // namespace
+
+at::Tensor deviceStats(const at::Tensor& tensor) {
   at::Tensor t = tensor.is_complex() ? at::view_as_real(tensor) : tensor;
-  t = t.contiguous();
-  const int64_t n = t.numel();
-  if (n == 0) return s;
   at::Tensor flat = t.reshape({-1});
-  // Out of place throughout: for 8-byte dtypes the integer view shares the
-  // caller's memory.
-  at::Tensor bits = flat.view(sameWidthInteger(flat.element_size())).to(at::kLong);
-  at::Tensor weights = at::arange(n, flat.options().dtype(at::kLong)).mul_(2).add_(1);
-  at::Tensor checksum = at::mul(bits, weights).sum();
-  at::Tensor values = flat.to(at::kDouble);
-  at::Tensor counts = at::stack({at::isnan(values).sum(), at::isinf(values).sum(), checksum});
-  at::Tensor reals = at::stack({values.min(), values.max(), values.mean(), values.norm()});
-  counts = counts.cpu();
-  reals = reals.cpu();
-  const int64_t* c = counts.data_ptr<int64_t>();
-  const double* r = reals.data_ptr<double>();
-  s.nan_count = static_cast<uint64_t>(c[0]);
-  s.inf_count = static_cast<uint64_t>(c[1]);
-  s.checksum = static_cast<uint64_t>(c[2]);
-  s.min = r[0];
-  s.max = r[1];
-  s.mean = r[2];
-  s.norm = r[3];
+  const int64_t n = flat.numel();
+  const auto options = flat.options().dtype(at::kDouble);
+  if (n == 0) return at::zeros({kDeviceStatsSize}, options);
+  at::Tensor values = flat;
+  if (!flat.is_floating_point()) {
+    // Integer and bool tensors (indices, masks, labels) are small: their
+    // values are taken exactly in float64.
+    values = flat.to(at::kDouble);
+  }
+  const bool low = values.scalar_type() == at::kHalf || values.scalar_type() == at::kBFloat16;
+  const at::ScalarType accumulate = low ? at::kFloat : values.scalar_type();
+  at::Tensor mean = blockSum(values, accumulate).div(static_cast<double>(n));
+  at::Tensor norm = blockNorm(values, accumulate);
+  // min() and max(), not aminmax(): torch 1.13 has no CPU aminmax for half.
+  at::Tensor reals = at::stack({values.min().to(at::kDouble), values.max().to(at::kDouble),
+                                mean, norm.to(at::kDouble)});
+  at::Tensor counts;
+  if (flat.is_floating_point()) {
+    counts = at::stack({at::isnan(flat).sum(), at::isinf(flat).sum(), checksumOf(flat)});
+  } else {
+    at::Tensor zero = at::zeros({}, flat.options().dtype(at::kLong));
+    counts = at::stack({zero, zero, checksumOf(flat)});
+  }
+  // One buffer, so one copy brings everything back: the counts travel as
+  // the bits of float64 values.
+  return at::cat({reals, counts.view(at::kDouble)});
+}
+
+format::Stats statsFromBuffer(const at::Tensor& host) {
+  const double* r = host.data_ptr<double>();
+  format::Stats s;
+  uint64_t counts[3];
+  std::memcpy(counts, r + 4, sizeof counts);
+  s.nan_count = counts[0];
+  s.inf_count = counts[1];
+  s.checksum = counts[2];
+  const double q = std::numeric_limits<double>::quiet_NaN();
+  const bool nan = s.nan_count != 0;
+  s.min = nan ? q : r[0];
+  s.max = nan ? q : r[1];
+  s.mean = nan ? q : r[2];
+  s.norm = nan ? q : r[3];
   return s;
+}
+
+format::Stats tensorStatsAten(const at::Tensor& tensor) {
+  return statsFromBuffer(deviceStats(tensor).cpu());
 }
 
 format::Stats tensorStats(const at::Tensor& t) {

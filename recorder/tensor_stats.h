@@ -1,6 +1,6 @@
 // Per-tensor statistics (format::Stats), computed where the tensor lives:
-// CPU tensors by one fused pass over memory, other devices by ATen
-// reductions whose few results are the only bytes copied to the host.
+// CPU tensors by one fused pass over memory, other devices by a few ATen
+// reductions into one small buffer, the only bytes copied to the host.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -13,7 +13,16 @@ format::Stats tensorStats(const at::Tensor& t);
 
 // The two implementations, exposed so tests can check they agree.
 format::Stats tensorStatsFused(const at::Tensor& cpu_tensor);
-format::Stats tensorStatsAten(const at::Tensor& t);
+format::Stats tensorStatsAten(const at::Tensor& t);  // blocking: deviceStats, then .cpu()
+
+// The statistics of `t` as kDeviceStatsSize float64 values on t's device
+// (min, max, mean, norm, then nan count, inf count and checksum as the bits
+// of int64 values), computed by ATen kernels on that device without copying
+// a floating tensor to float64 and without waiting for the device.
+constexpr int64_t kDeviceStatsSize = 7;
+at::Tensor deviceStats(const at::Tensor& t);
+// Reads such a buffer once it is on the host.
+format::Stats statsFromBuffer(const at::Tensor& host);
 
 format::Dtype dtypeOf(at::ScalarType type);
 

@@ -17,6 +17,8 @@ namespace {
 constexpr size_t kQueueSlots = 1 << 16;
 constexpr auto kFlushInterval = std::chrono::milliseconds(100);
 constexpr auto kTickInterval = std::chrono::seconds(1);
+// How long stop() waits for a device's values before counting them lost.
+constexpr auto kStopWait = std::chrono::seconds(10);
 
 // Writes all of `data`; returns 0 or the errno that stopped it.
 int writeAll(int fd, const char* data, size_t size) {
@@ -61,6 +63,19 @@ Writer::Writer(const std::string& path, const env::Config& config, std::function
 Writer::~Writer() { stop(); }
 
 bool Writer::submit(std::unique_ptr<std::string> record) {
+  const bool op = isOpRecord(*record);
+  auto item = std::make_unique<QueuedRecord>();
+  item->bytes = std::move(*record);
+  return push(std::move(item), op);
+}
+
+bool Writer::submit(std::unique_ptr<InFlightRecord> record) {
+  auto item = std::make_unique<QueuedRecord>();
+  item->in_flight = std::move(record);
+  return push(std::move(item), true);
+}
+
+bool Writer::push(std::unique_ptr<QueuedRecord> item, bool op) {
   // stop() waits for submitters to leave before its last drain, so a record
   // is either written or counted as dropped, never lost in between.
   // Sequentially consistent: stop() stores stopping_ then reads submitting_,
@@ -68,7 +83,7 @@ bool Writer::submit(std::unique_ptr<std::string> record) {
   submitting_.fetch_add(1);
   bool queued = false;
   while (!stopping_.load()) {
-    if (queue_.tryPush(record)) {
+    if (queue_.tryPush(item)) {
       queued = true;
       break;
     }
@@ -76,8 +91,33 @@ bool Writer::submit(std::unique_ptr<std::string> record) {
     std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
   submitting_.fetch_sub(1, std::memory_order_acq_rel);
-  if (!queued) (isOpRecord(*record) ? dropped_ : others_lost_).fetch_add(1, std::memory_order_relaxed);
+  if (!queued) (op ? dropped_ : others_lost_).fetch_add(1, std::memory_order_relaxed);
   return queued;
+}
+
+// An in-flight record becomes bytes once its values have arrived; until
+// then it waits (and the records behind it with it, keeping their order).
+// At stop it is given kStopWait, then counted as lost. False: not yet.
+bool Writer::settle(QueuedRecord& item, bool stopping) {
+  if (!item.in_flight) return true;
+  bool lost = false;
+  try {
+    if (item.in_flight->arrived()) {
+      item.bytes = item.in_flight->encode();
+    } else if (stopping && std::chrono::steady_clock::now() - waiting_since_ > kStopWait) {
+      lost = true;
+    } else {
+      return false;
+    }
+  } catch (...) {
+    lost = true;  // the device failed or is gone (process exit)
+  }
+  item.in_flight.reset();
+  if (lost) {
+    lost_.fetch_add(1, std::memory_order_relaxed);
+    item.bytes.clear();
+  }
+  return true;
 }
 
 void Writer::run() {
@@ -88,11 +128,18 @@ void Writer::run() {
   auto last_tick = last_flush;
   for (;;) {
     bool stopping = stopping_.load(std::memory_order_acquire);
-    std::unique_ptr<std::string> item = queue_.tryPop();
-    if (item) add(*item);
+    const bool fresh = !waiting_;
+    std::unique_ptr<QueuedRecord> item = fresh ? queue_.tryPop() : std::move(waiting_);
+    if (fresh && item && item->in_flight) waiting_since_ = std::chrono::steady_clock::now();
+    if (item && !settle(*item, stopping)) {
+      if (fresh) in_flight_waits_.fetch_add(1, std::memory_order_relaxed);
+      waiting_ = std::move(item);
+    }
+    const bool added = item != nullptr;
+    if (item && !item->bytes.empty()) add(item->bytes);
     auto now = std::chrono::steady_clock::now();
     bool due = !payload_.empty() && now - last_flush >= kFlushInterval;
-    if (payload_.size() >= frame_bytes_ || due || (!item && stopping)) {
+    if (payload_.size() >= frame_bytes_ || due || (!added && !waiting_ && stopping)) {
       if (!payload_.empty()) flush();
       last_flush = now;
     }
@@ -100,7 +147,9 @@ void Writer::run() {
       tick_();
       last_tick = now;
     }
-    if (!item) {
+    if (waiting_) {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    } else if (!added) {
       if (stopping) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
@@ -220,6 +269,7 @@ WriterCounts Writer::counts() const {
   c.frames = frames_.load();
   c.bytes_written = bytes_.load();
   c.others_lost = others_lost_.load();
+  c.in_flight_waits = in_flight_waits_.load();
   return c;
 }
 

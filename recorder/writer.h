@@ -13,6 +13,7 @@
 
 #include "env/config.h"
 #include "format/frame.h"
+#include "recorder/in_flight.h"
 #include "recorder/ring_buffer.h"
 
 namespace acc::recorder {
@@ -25,6 +26,7 @@ struct WriterCounts {
   uint64_t frames = 0;
   uint64_t bytes_written = 0;
   uint64_t others_lost = 0;  // stack records dropped or not written
+  uint64_t in_flight_waits = 0;  // in-flight records the writer had to wait for
 };
 
 class Writer {
@@ -41,6 +43,9 @@ class Writer {
   // op record followed by its format::appendData() bytes. Never throws;
   // returns false when the record was dropped (and counted).
   bool submit(std::unique_ptr<std::string> record);
+  // An op record whose device values are still being copied: the writer
+  // encodes it when they have arrived, in queue order. Same contract.
+  bool submit(std::unique_ptr<InFlightRecord> record);
 
   // Drains the queue, writes the last frame and joins the thread.
   void stop();
@@ -49,7 +54,9 @@ class Writer {
   std::string ioError() const;
 
  private:
+  bool push(std::unique_ptr<QueuedRecord> item, bool op);
   void run();
+  bool settle(QueuedRecord& item, bool stopping);
   void add(const std::string& item);
   void addData(std::string_view data);
   void flush();
@@ -57,7 +64,7 @@ class Writer {
   bool writeFrame();
 
   env::Config config_;
-  RingBuffer queue_;
+  RingBuffer<QueuedRecord> queue_;
   int fd_ = -1;
   std::thread thread_;
   std::atomic<bool> stopping_{false};
@@ -66,6 +73,8 @@ class Writer {
   const std::function<void()> tick_;
 
   // Writer-thread state.
+  std::unique_ptr<QueuedRecord> waiting_;  // in flight, its values not arrived yet
+  std::chrono::steady_clock::time_point waiting_since_;
   std::string payload_;
   uint64_t payload_records_ = 0;  // op records in payload_
   uint64_t payload_others_ = 0;
@@ -75,7 +84,8 @@ class Writer {
   std::unique_ptr<format::FrameEncoder> encoder_, data_encoder_;
   size_t frame_bytes_ = 0;
 
-  std::atomic<uint64_t> written_{0}, dropped_{0}, lost_{0}, frames_{0}, bytes_{0}, others_lost_{0};
+  std::atomic<uint64_t> written_{0}, dropped_{0}, lost_{0}, frames_{0}, bytes_{0}, others_lost_{0},
+      in_flight_waits_{0};
   mutable std::mutex error_mutex_;
   std::string io_error_;
 };

@@ -2,15 +2,33 @@
 # Installs the Debian packages acc needs (when missing) and builds it.
 #   scripts/setup.sh              build into ./build
 #   ACC_BUILD_DIR=dir scripts/setup.sh
+#   scripts/setup.sh --print-packages   the Debian packages it may install
+# acc builds against the torch of the Python that scripts/find-python.sh
+# finds (ACC_PYTHON, then probing): a pip, venv or conda torch works as it is.
+# Debian's torch is installed only when no Python can import torch.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(
+build_packages=(
   build-essential cmake pkg-config binutils
-  libtorch-dev python3-torch python3-torchvision python3-numpy
   libunwind-dev libzstd-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev
-  python3-openpyxl chromium
 )
+torch_packages=(libtorch-dev python3-torch python3-torchvision)
+# The tests read xlsx reports with openpyxl and screenshot HTML reports.
+test_packages=(python3-numpy python3-openpyxl chromium)
+
+if [[ ${1:-} == --print-packages ]]; then
+  printf '%s\n' "${build_packages[@]}" "${torch_packages[@]}" "${test_packages[@]}"
+  exit 0
+fi
+
+packages=("${build_packages[@]}" "${test_packages[@]}")
+if ! python=$(scripts/find-python.sh 2>/dev/null); then
+  echo "setup: no Python can import torch; installing Debian's torch"
+  packages+=("${torch_packages[@]}")
+else
+  echo "setup: building against the torch of $python"
+fi
 
 missing=()
 for p in "${packages[@]}"; do

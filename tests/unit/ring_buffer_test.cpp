@@ -121,7 +121,7 @@ TEST(RingBufferTest, OversizedItemIsAcceptedOnlyWhenQueueIsEmpty) {
 
 TEST(RingBufferTest, DestructorFreesQueuedItems) {
   // Run under ASan/valgrind to see leaks; here it must simply not crash.
-  auto q = std::make_unique<RingBuffer>(8, 1 << 20);
+  auto q = std::make_unique<RingBuffer<>>(8, 1 << 20);
   for (int i = 0; i < 5; ++i) {
     auto p = item(std::string(100, 'q'));
     ASSERT_TRUE(q->tryPush(p));

@@ -57,14 +57,29 @@ uint64_t referenceChecksum(const at::Tensor& tensor) {
   return sum;
 }
 
+// The mean on the scale of the tensor's values: the device path sums in the
+// tensor's precision (float32 blocks, then float64), so its error is float32
+// rounding of the values' magnitude, which the norm bounds.
+::testing::AssertionResult closeMean(const Stats& a, double b, double rel) {
+  if (close(a.mean, b, rel)) return ::testing::AssertionSuccess();
+  if (std::isfinite(a.mean) && std::isfinite(b) && std::fabs(a.mean - b) <= rel * a.norm) {
+    return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure() << a.mean << " vs " << b << " (norm " << a.norm << ")";
+}
+
+// Float32 accuracy: what the device path (tensorStatsAten) guarantees for
+// mean and norm against the fused pass's float64 sums.
+constexpr double kDeviceRel = 1e-6;
+
 void expectAgree(const Stats& fused, const Stats& aten) {
   EXPECT_EQ(fused.checksum, aten.checksum);
   EXPECT_EQ(fused.nan_count, aten.nan_count);
   EXPECT_EQ(fused.inf_count, aten.inf_count);
   EXPECT_TRUE(same(fused.min, aten.min)) << fused.min << " vs " << aten.min;
   EXPECT_TRUE(same(fused.max, aten.max)) << fused.max << " vs " << aten.max;
-  EXPECT_TRUE(close(fused.mean, aten.mean));
-  EXPECT_TRUE(close(fused.norm, aten.norm));
+  EXPECT_TRUE(closeMean(fused, aten.mean, kDeviceRel));
+  EXPECT_TRUE(close(fused.norm, aten.norm, kDeviceRel));
 }
 
 // Values computed here, independently of both implementations (before either
@@ -88,14 +103,14 @@ Reference reference(const at::Tensor& t) {
   return r;
 }
 
-void expectMatches(const Stats& s, const Reference& r) {
+void expectMatches(const Stats& s, const Reference& r, double rel = 1e-9) {
   EXPECT_EQ(s.checksum, r.checksum);
   EXPECT_EQ(s.nan_count, r.nan_count);
   EXPECT_EQ(s.inf_count, r.inf_count);
   EXPECT_TRUE(same(s.min, r.min)) << s.min << " vs " << r.min;
   EXPECT_TRUE(same(s.max, r.max)) << s.max << " vs " << r.max;
-  EXPECT_TRUE(close(s.mean, r.mean));
-  EXPECT_TRUE(close(s.norm, r.norm));
+  EXPECT_TRUE(closeMean(s, r.mean, rel));
+  EXPECT_TRUE(close(s.norm, r.norm, rel));
 }
 
 void checkFused(const at::Tensor& t) {
@@ -116,7 +131,7 @@ void checkBoth(const at::Tensor& t) {
   }
   {
     SCOPED_TRACE("aten");
-    expectMatches(aten, ref);
+    expectMatches(aten, ref, kDeviceRel);
   }
 }
 

@@ -352,3 +352,67 @@ TEST_F(WriterTest, ExistingFileIsTruncated) {
 
 }  // namespace
 }  // namespace acc::recorder
+
+namespace acc::recorder {
+namespace {
+
+// A record whose values "arrive" after a number of polls, as a device's
+// copies do; throws from arrived() when told to (a failed device).
+class SlowRecord final : public InFlightRecord {
+ public:
+  SlowRecord(uint64_t index, int polls, bool fail = false) : index_(index), polls_(polls), fail_(fail) {}
+  bool arrived() override {
+    if (fail_) throw std::runtime_error("device lost");
+    return --polls_ < 0;
+  }
+  std::string encode() override { return *encodedOp(index_, 100); }
+  uint64_t heldBytes() const override { return 100; }
+
+ private:
+  uint64_t index_;
+  int polls_;
+  bool fail_;
+};
+
+// In-flight records are written when their values arrive, in submission
+// order with the encoded records around them.
+TEST_F(WriterTest, InFlightRecordsKeepTheirPlaceInOrder) {
+  env::Config config;
+  Writer writer(path_, config);
+  constexpr uint64_t kRecords = 300;
+  for (uint64_t i = 0; i < kRecords; ++i) {
+    if (i % 3 == 0) ASSERT_TRUE(writer.submit(std::make_unique<SlowRecord>(i, static_cast<int>(i % 5))));
+    else ASSERT_TRUE(writer.submit(encodedOp(i, 10)));
+  }
+  writer.stop();
+  WriterCounts counts = writer.counts();
+  EXPECT_EQ(counts.records_written, kRecords);
+  EXPECT_EQ(counts.records_lost, 0u);
+  EXPECT_GT(counts.in_flight_waits, 0u);  // some had to be waited for
+  FileContents file = readRecording(path_);
+  ASSERT_EQ(file.ops.size(), kRecords);
+  for (uint64_t i = 0; i < kRecords; ++i) {
+    ASSERT_EQ(file.ops[i].index, i);
+    ASSERT_EQ(file.ops[i].tensors.size(), 1u);
+    EXPECT_EQ(file.ops[i].tensors[0].data, pattern(i, i % 3 == 0 ? 100 : 10));
+  }
+}
+
+// A device that fails costs its records, counted as lost, never the others.
+TEST_F(WriterTest, FailedInFlightRecordIsCountedLost) {
+  env::Config config;
+  Writer writer(path_, config);
+  ASSERT_TRUE(writer.submit(encodedOp(0)));
+  ASSERT_TRUE(writer.submit(std::make_unique<SlowRecord>(1, 0, /*fail=*/true)));
+  ASSERT_TRUE(writer.submit(encodedOp(2)));
+  writer.stop();
+  EXPECT_EQ(writer.counts().records_written, 2u);
+  EXPECT_EQ(writer.counts().records_lost, 1u);
+  FileContents file = readRecording(path_);
+  ASSERT_EQ(file.ops.size(), 2u);
+  EXPECT_EQ(file.ops[0].index, 0u);
+  EXPECT_EQ(file.ops[1].index, 2u);
+}
+
+}  // namespace
+}  // namespace acc::recorder

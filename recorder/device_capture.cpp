@@ -1,0 +1,115 @@
+#include "recorder/device_capture.h"
+
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+#include "recorder/tensor_stats.h"
+
+namespace acc::recorder {
+namespace {
+
+// Whether this device type's runtime gives pinned host memory (CUDA does;
+// a PrivateUse1 backend only if it registers a host allocator, which torch
+// 1.13 cannot). Asked once per device type.
+bool pinnedFor(c10::DeviceType type) {
+  static std::mutex mutex;
+  static std::unordered_map<int, bool> known;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = known.find(static_cast<int>(type));
+  if (it != known.end()) return it->second;
+  bool ok = false;
+  try {
+    ok = at::empty({1}, at::TensorOptions().dtype(at::kByte).pinned_memory(true)).is_pinned();
+  } catch (...) {
+    ok = false;
+  }
+  known.emplace(static_cast<int>(type), ok);
+  return ok;
+}
+
+at::Tensor hostBuffer(at::IntArrayRef sizes, at::ScalarType dtype, c10::DeviceType from) {
+  return at::empty(sizes, at::TensorOptions().dtype(dtype).pinned_memory(pinnedFor(from)));
+}
+
+class InFlightOp final : public InFlightRecord {
+ public:
+  explicit InFlightOp(std::unique_ptr<CapturedOp> op) : op_(std::move(op)) {
+    for (const DeviceValues& v : op_->device_values) {
+      if (v.stats.defined()) held_ += v.stats.nbytes();
+      if (v.data.defined()) held_ += v.data.nbytes();
+    }
+  }
+
+  bool arrived() override {
+    for (const c10::Event& e : op_->events) {
+      if (!e.query()) return false;
+    }
+    return true;
+  }
+
+  std::string encode() override {
+    for (DeviceValues& v : op_->device_values) {
+      format::Tensor& t = op_->tensors[v.tensor];
+      if (v.stats.defined()) {
+        t.stats = statsFromBuffer(v.stats);
+        t.has_stats = true;
+      }
+      if (v.data.defined()) {
+        t.data.assign(static_cast<const char*>(v.data.data_ptr()), v.data.nbytes());
+        t.has_data = true;
+      }
+    }
+    op_->device_values.clear();
+    std::string out;
+    format::encode(*op_, out);
+    format::appendData(*op_, out);
+    return out;
+  }
+
+  uint64_t heldBytes() const override { return held_; }
+
+ private:
+  std::unique_ptr<CapturedOp> op_;
+  uint64_t held_ = 0;
+};
+
+}  // namespace
+
+void captureOnDevice(const at::Tensor& t, int level, size_t index, CapturedOp& op) {
+  const c10::DeviceType type = t.device().type();
+  DeviceValues values;
+  values.tensor = index;
+  if (level >= 1) {
+    values.stats = hostBuffer({kDeviceStatsSize}, at::kDouble, type);
+    values.stats.copy_(deviceStats(t), /*non_blocking=*/true);
+  }
+  if (level >= 2) {
+    values.data = hostBuffer(t.sizes(), t.scalar_type(), type);
+    values.data.copy_(t, /*non_blocking=*/true);
+  }
+  if (!values.stats.defined() && !values.data.defined()) return;
+  op.device_values.push_back(std::move(values));
+  if (std::find(op.unmarked.begin(), op.unmarked.end(), t.device()) == op.unmarked.end()) {
+    op.unmarked.push_back(t.device());
+  }
+}
+
+void markCopies(CapturedOp& op) {
+  for (const c10::Device& device : op.unmarked) {
+    const c10::impl::DeviceGuardImplInterface* impl = c10::impl::getDeviceGuardImpl(device.type());
+    c10::Event event(device.type());
+    event.record(impl->getStream(device));
+    op.events.push_back(std::move(event));
+  }
+  op.unmarked.clear();
+}
+
+std::unique_ptr<InFlightRecord> inFlight(std::unique_ptr<CapturedOp> op) {
+  return std::make_unique<InFlightOp>(std::move(op));
+}
+
+}  // namespace acc::recorder

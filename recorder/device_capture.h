@@ -1,0 +1,32 @@
+// Capture of tensors that live on a device other than the CPU (CUDA, or any
+// PrivateUse1 accelerator), the counterpart of the host capture in
+// tensor_capture.cpp. Statistics are computed by the device's own kernels on
+// the op's current stream (recorder::deviceStats), level-2 bytes are staged,
+// and both travel to host memory (pinned where the device offers it) by
+// non-blocking copies; an event recorded after them tells the writer thread
+// when the record can be completed. Nothing here waits for the device, and
+// everything goes through c10's device-generic interfaces.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <memory>
+
+#include "recorder/captured_op.h"
+#include "recorder/in_flight.h"
+
+namespace acc::recorder {
+
+// Queues the statistics (level >= 1) and data (level 2) of device tensor
+// `t`, which is op.tensors[index].
+void captureOnDevice(const at::Tensor& t, int level, size_t index, CapturedOp& op);
+
+// Records an event on the current stream of each device that has copies
+// queued since the last call: called at the end of each capture batch.
+void markCopies(CapturedOp& op);
+
+// The writer's view of an op with device values: arrived when its events
+// have completed; encoding fills the values into the record.
+std::unique_ptr<InFlightRecord> inFlight(std::unique_ptr<CapturedOp> op);
+
+}  // namespace acc::recorder

@@ -1,0 +1,35 @@
+// A record whose tensor values are still on their way from a device (copies
+// queued behind the op's kernels). The op thread hands it to the writer at
+// once; the writer thread encodes it when the values have arrived, so no op
+// thread ever waits for a device.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace acc::recorder {
+
+class InFlightRecord {
+ public:
+  virtual ~InFlightRecord() = default;
+  // Whether every value has arrived; never blocks. May throw (a device
+  // error), and then the record is counted as lost.
+  virtual bool arrived() = 0;
+  // After arrived(): the record's bytes, format::encode() then appendData().
+  virtual std::string encode() = 0;
+  // Host memory it holds (staging buffers), counted against the queue budget.
+  virtual uint64_t heldBytes() const = 0;
+};
+
+// What the writer's queue holds: encoded bytes, or a record in flight.
+struct QueuedRecord {
+  std::string bytes;
+  std::unique_ptr<InFlightRecord> in_flight;
+};
+
+inline uint64_t queuedBytes(const QueuedRecord& r) {
+  return r.bytes.size() + (r.in_flight ? r.in_flight->heldBytes() : 0);
+}
+
+}  // namespace acc::recorder

@@ -1,0 +1,242 @@
+// The accelerator path on the test accelerator (testdev.cpp): the same model
+// recorded on the CPU and on the device gives the same statistics and data;
+// compare names a device kernel that is slightly wrong and stays quiet when
+// none is; and recording adds no host synchronisation, however many ops a
+// step runs. Torch 1.13 covers all of it on the "privateuseone" device;
+// torch 2.x on the renamed "testdev" device (tests/accelerator/testdev.py).
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include "tests/e2e/harness.h"
+
+namespace acc::test {
+namespace {
+
+using Env = std::map<std::string, std::string>;
+
+std::string script() { return testScript("device_train.py"); }
+
+Env onDevice(Env env = {}) {
+  env["DEVICE"] = "testdev";
+  env["TESTDEV_LIB"] = ACC_TESTDEV_LIB;
+  return env;
+}
+
+// The "step N loss X" lines of a run.
+std::vector<std::string> losses(const std::string& out) {
+  std::vector<std::string> lines;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("step ", 0) == 0) lines.push_back(line);
+  }
+  return lines;
+}
+
+nlohmann::json counters(const std::string& out) {
+  const auto at = out.find("counters ");
+  if (at == std::string::npos) return nullptr;
+  return nlohmann::json::parse(out.substr(at + 9, out.find('\n', at) - at - 9));
+}
+
+struct Recorded {
+  TempDir dir;
+  RunResult result;
+  Recording rec;
+};
+
+const Recorded& recorded(const Env& env) {
+  static std::map<Env, std::unique_ptr<Recorded>> cache;
+  auto& slot = cache[env];
+  if (!slot) {
+    slot = std::make_unique<Recorded>();
+    slot->result = recordPython(script(), slot->dir.path(), env);
+    if (exists(slot->dir / "rank0/records.acc")) slot->rec = readRank(slot->dir / "rank0");
+  }
+  return *slot;
+}
+
+TEST(Accelerator, DeviceRunMatchesCpuRunBitForBit) {
+  // The test device runs ATen's CPU kernels: its losses equal the CPU's.
+  RunResult cpu = runPythonPlain(script());
+  RunResult dev = runPythonPlain(script(), onDevice());
+  ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
+  ASSERT_EQ(dev.exit_code, 0) << dev.err;
+  EXPECT_EQ(losses(cpu.out).size(), 3u);
+  EXPECT_EQ(losses(cpu.out), losses(dev.out));
+}
+
+TEST(Accelerator, RecordedLossesAreBitIdentical) {
+  RunResult plain = runPythonPlain(script(), onDevice());
+  for (const char* level : {"0", "1", "2"}) {
+    const Recorded& r = recorded(onDevice({{"ACC_LEVEL", level}}));
+    ASSERT_EQ(r.result.exit_code, 0) << r.result.err;
+    EXPECT_EQ(losses(r.result.out), losses(plain.out)) << "level " << level;
+  }
+}
+
+TEST(Accelerator, RecordsNameTheDeviceAndAreComplete) {
+  const Recorded& r = recorded(onDevice({{"ACC_LEVEL", "1"}}));
+  ASSERT_EQ(r.result.exit_code, 0) << r.result.err;
+  ASSERT_FALSE(r.rec.records.empty());
+  const auto& manifest = r.rec.manifest;
+  EXPECT_EQ(manifest["counts"]["dropped"], 0) << manifest.dump(2);
+  EXPECT_EQ(manifest["counts"]["lost_io"], 0) << manifest.dump(2);
+  EXPECT_EQ(manifest["counts"]["recorded"], manifest["counts"]["written"]) << manifest.dump(2);
+  bool device_seen = false;
+  for (const auto& d : manifest["devices"]) device_seen |= d.get<std::string>().find("cpu") == std::string::npos;
+  EXPECT_TRUE(device_seen) << manifest["devices"].dump();
+  size_t device_tensors = 0;
+  for (const auto& rec : r.rec.records) {
+    for (const auto& t : rec.tensors) {
+      if (t.device.rfind("cpu", 0) == 0) continue;
+      ++device_tensors;
+      EXPECT_TRUE(t.has_stats || t.uninitialized) << rec.name;
+    }
+  }
+  EXPECT_GT(device_tensors, 50u);
+}
+
+// Index of a recording's tensors by step, record name, role, position and
+// item, from step 1 on: step 0 holds the set-up, where moving the model and
+// data to the device runs ops that staying on the CPU does not.
+std::map<std::string, const format::Tensor*> tensorIndex(const Recording& rec) {
+  std::map<std::string, const format::Tensor*> out;
+  for (const auto& r : rec.records) {
+    if (r.step == 0) continue;
+    for (const auto& t : r.tensors) {
+      out[std::to_string(r.step) + "/" + r.name + "/" + std::to_string(static_cast<int>(t.role)) + "/" +
+          std::to_string(t.position) + "/" + std::to_string(t.item)] = &t;
+    }
+  }
+  return out;
+}
+
+bool close(double a, double b, double rel) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+  return std::fabs(a - b) <= rel * std::max({std::fabs(a), std::fabs(b), 1e-30});
+}
+
+// Statistics computed on the device (deviceStats, float32 sums in blocks)
+// equal the CPU's fused pass exactly where they can (min, max, counts,
+// checksum) and to float32 accuracy for mean and norm; level-2 bytes are
+// identical.
+TEST(Accelerator, DeviceStatisticsAndDataEqualTheCpus) {
+  for (const char* level : {"1", "2"}) {
+    SCOPED_TRACE(std::string("level ") + level);
+    const Recorded& cpu = recorded({{"ACC_LEVEL", level}});
+    const Recorded& dev = recorded(onDevice({{"ACC_LEVEL", level}}));
+    ASSERT_EQ(cpu.result.exit_code, 0) << cpu.result.err;
+    ASSERT_EQ(dev.result.exit_code, 0) << dev.result.err;
+    auto a = tensorIndex(cpu.rec), b = tensorIndex(dev.rec);
+    ASSERT_GT(a.size(), 100u);
+    size_t compared = 0;
+    for (const auto& [key, t0] : a) {
+      auto it = b.find(key);
+      ASSERT_NE(it, b.end()) << key << " missing on the device";
+      const format::Tensor* t1 = it->second;
+      EXPECT_EQ(t0->shape, t1->shape) << key;
+      EXPECT_EQ(t0->uninitialized, t1->uninitialized) << key;
+      if (t0->uninitialized || !t0->has_stats) continue;
+      ASSERT_TRUE(t1->has_stats) << key;
+      EXPECT_EQ(t0->stats.checksum, t1->stats.checksum) << key;
+      EXPECT_EQ(t0->stats.nan_count, t1->stats.nan_count) << key;
+      EXPECT_EQ(t0->stats.inf_count, t1->stats.inf_count) << key;
+      EXPECT_EQ(t0->stats.min, t1->stats.min) << key;
+      EXPECT_EQ(t0->stats.max, t1->stats.max) << key;
+      // The mean's float64 block sums and float32 norm differ from the
+      // fused pass only by float32 rounding, relative to the tensor's scale.
+      double n = 1;
+      for (int64_t d : t0->shape) n *= static_cast<double>(d);
+      const double rms = t0->stats.norm / std::sqrt(std::max(n, 1.0));
+      EXPECT_LE(std::fabs(t0->stats.mean - t1->stats.mean), 1e-6 * rms) << key;
+      EXPECT_TRUE(close(t0->stats.norm, t1->stats.norm, 1e-6)) << key << ": " << t0->stats.norm << " vs " << t1->stats.norm;
+      if (std::string(level) == "2") {
+        ASSERT_TRUE(t1->has_data) << key;
+        EXPECT_EQ(t0->data, t1->data) << key;
+      }
+      ++compared;
+    }
+    EXPECT_GT(compared, 100u);
+  }
+}
+
+struct Compared {
+  RunResult result;
+  nlohmann::json summary;
+};
+
+Compared compare(const std::string& ref, const std::string& dut, const TempDir& out) {
+  Compared c;
+  c.result = run({{binDir() + "/acc-analyzer", "compare", ref, dut, "-o", out.path(), "--json"}, {}, "", false, ""});
+  try {
+    c.summary = nlohmann::json::parse(c.result.out);
+  } catch (...) {
+  }
+  return c;
+}
+
+TEST(Accelerator, CompareNamesTheWrongDeviceKernel) {
+  for (const char* level : {"1", "2"}) {
+    SCOPED_TRACE(std::string("level ") + level);
+    const Recorded& cpu = recorded({{"ACC_LEVEL", level}});
+    const Recorded& dev = recorded(onDevice({{"ACC_LEVEL", level}, {"TESTDEV_WRONG_OP", "gelu"}}));
+    ASSERT_EQ(dev.result.exit_code, 0) << dev.result.err;
+    TempDir out;
+    Compared c = compare(cpu.dir.path(), dev.dir.path(), out);
+    EXPECT_EQ(c.result.exit_code, 1) << c.result.err << c.result.out;
+    ASSERT_TRUE(c.summary.contains("origins")) << c.result.out;
+    ASSERT_FALSE(c.summary["origins"].empty()) << c.summary.dump(2);
+    EXPECT_EQ(c.summary["origins"][0]["op"], "aten::gelu") << c.summary["origins"].dump(2);
+    EXPECT_EQ(c.summary["origins"][0]["step"], 0);
+  }
+}
+
+TEST(Accelerator, CompareOfCpuAndCorrectDeviceFindsNoDivergence) {
+  for (const char* level : {"1", "2"}) {
+    SCOPED_TRACE(std::string("level ") + level);
+    const Recorded& cpu = recorded({{"ACC_LEVEL", level}});
+    const Recorded& dev = recorded(onDevice({{"ACC_LEVEL", level}}));
+    TempDir out;
+    Compared c = compare(cpu.dir.path(), dev.dir.path(), out);
+    EXPECT_EQ(c.result.exit_code, 0) << c.result.err << c.summary.dump(2);
+    EXPECT_TRUE(c.summary["origins"].empty()) << c.summary["origins"].dump(2);
+  }
+}
+
+// Recording adds no host synchronisation: the counts of a recorded run equal
+// those of the unrecorded run (the script's own loss.item() per step), for a
+// small model and one with four times the layers (and so about four times
+// the ops). The device's events are recorded and polled instead.
+TEST(Accelerator, RecordingAddsNoHostSynchronisation) {
+  for (const char* layers : {"1", "4"}) {
+    Env env = onDevice({{"LAYERS", layers}});
+    RunResult plain = runPythonPlain(script(), env);
+    ASSERT_EQ(plain.exit_code, 0) << plain.err;
+    nlohmann::json base = counters(plain.out);
+    ASSERT_FALSE(base.is_null()) << plain.out;
+    EXPECT_EQ(base["scalar_reads"], 3) << "one loss.item() per step";
+    for (const char* level : {"1", "2"}) {
+      SCOPED_TRACE(std::string("layers ") + layers + ", level " + level);
+      Env recorded_env = env;
+      recorded_env["ACC_LEVEL"] = level;
+      TempDir dir;
+      RunResult r = recordPython(script(), dir.path(), recorded_env);
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      nlohmann::json c = counters(r.out);
+      ASSERT_FALSE(c.is_null()) << r.out;
+      EXPECT_EQ(c["blocking_copies"], base["blocking_copies"]);
+      EXPECT_EQ(c["scalar_reads"], base["scalar_reads"]);
+      EXPECT_EQ(c["synchronizations"], base["synchronizations"]);
+      EXPECT_GT(c["events_recorded"].get<uint64_t>(), base["events_recorded"].get<uint64_t>() + 20);
+      EXPECT_GT(c["event_queries"].get<uint64_t>(), 0u);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace acc::test

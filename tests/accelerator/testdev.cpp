@@ -1,0 +1,231 @@
+// testdev: a test-only accelerator on PyTorch's PrivateUse1 key, in the
+// pattern of PyTorch's open-registration example and OpenReg backend. Its
+// memory is host memory and its kernels are ATen's CPU kernels reached
+// through the CPU fallback, but to everything above the dispatcher it is a
+// device: tensors report it, copies to and from it go through _copy_from,
+// streams and events go through its DeviceGuardImpl.
+//
+// What it adds for acc's tests:
+//  - counters (C functions, read with ctypes) of what costs a real device a
+//    host synchronisation: blocking device-to-host copies requested from
+//    outside a kernel, .item() (_local_scalar_dense), and event, stream and
+//    device synchronisations;
+//  - events that complete TESTDEV_EVENT_DELAY_US microseconds (default
+//    2000) after they are recorded, as a device running behind the host
+//    would, so a caller that does not wait for them sees them incomplete;
+//  - TESTDEV_WRONG_OP=name (e.g. gelu): that op's first output is scaled by
+//    (1 + TESTDEV_WRONG_SCALE, default 1e-3), a slightly wrong kernel.
+//
+// Python: torch.ops.load_library(path); on torch 2.x tests/accelerator/
+// testdev.py also renames the backend to "testdev" (torch 1.13 has the key
+// but not the renaming API: there the device is "privateuseone").
+#include <ATen/ATen.h>
+#include <ATen/EmptyTensor.h>
+#include <ATen/NativeFunctions.h>
+#include <ATen/native/CPUFallback.h>
+#include <ATen/native/Resize.h>
+#include <c10/core/Allocator.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <torch/library.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "testdev_compat.h"
+
+namespace testdev {
+namespace {
+
+using compat::Optional;
+constexpr c10::DeviceType kType = c10::DeviceType::PrivateUse1;
+
+std::atomic<uint64_t> g_blocking_copies{0}, g_scalar_reads{0}, g_synchronizations{0};
+std::atomic<uint64_t> g_events_recorded{0}, g_event_queries{0};
+// Set while a kernel runs: its copies are the device's own work.
+thread_local int t_in_kernel = 0;
+
+struct KernelScope {
+  KernelScope() { ++t_in_kernel; }
+  ~KernelScope() { --t_in_kernel; }
+};
+
+int64_t envInt(const char* name, int64_t fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::strtoll(v, nullptr, 10) : fallback;
+}
+
+// ---- memory ---------------------------------------------------------------
+
+void freeMemory(void* p) { std::free(p); }
+
+struct Allocator final : c10::Allocator {
+  c10::DataPtr allocate(size_t n) const { return make(n); }
+  c10::DataPtr allocate(size_t n) { return make(n); }  // torch >= 2.3: non-const
+  c10::DeleterFnPtr raw_deleter() const override { return &freeMemory; }
+  void copy_data(void* dest, const void* src, std::size_t count) const { std::memcpy(dest, src, count); }
+
+  static c10::DataPtr make(size_t n) {
+    void* p = std::malloc(n == 0 ? 1 : n);
+    return {p, p, &freeMemory, c10::Device(kType, 0)};
+  }
+};
+Allocator g_allocator;
+REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, &g_allocator);
+
+// ---- streams and events ---------------------------------------------------
+
+struct Event {
+  std::chrono::steady_clock::time_point ready;
+};
+
+struct GuardImpl final : c10::impl::DeviceGuardImplInterface {
+  c10::DeviceType type() const override { return kType; }
+  c10::Device exchangeDevice(c10::Device) const override { return c10::Device(kType, 0); }
+  c10::Device getDevice() const override { return c10::Device(kType, 0); }
+  void setDevice(c10::Device) const override {}
+  void uncheckedSetDevice(c10::Device) const noexcept override {}
+  c10::Stream getStream(c10::Device d) const noexcept override { return c10::Stream(c10::Stream::DEFAULT, d); }
+  c10::Stream getDefaultStream(c10::Device d) const { return c10::Stream(c10::Stream::DEFAULT, d); }
+  c10::Stream getStreamFromGlobalPool(c10::Device d, bool) const { return c10::Stream(c10::Stream::DEFAULT, d); }
+  c10::Stream getNewStream(c10::Device d, int) const { return c10::Stream(c10::Stream::DEFAULT, d); }
+  c10::Stream exchangeStream(c10::Stream s) const noexcept override {
+    return c10::Stream(c10::Stream::DEFAULT, s.device());
+  }
+  c10::DeviceIndex deviceCount() const noexcept override { return 1; }
+
+  void record(void** event, const c10::Stream&, const c10::DeviceIndex, const c10::EventFlag) const override {
+    if (*event == nullptr) *event = new Event();
+    static const int64_t delay_us = envInt("TESTDEV_EVENT_DELAY_US", 2000);
+    static_cast<Event*>(*event)->ready = std::chrono::steady_clock::now() + std::chrono::microseconds(delay_us);
+    g_events_recorded.fetch_add(1);
+  }
+  void block(void*, const c10::Stream&) const override {}  // a device-side wait: no host sync
+  bool queryEvent(void* event) const override {
+    g_event_queries.fetch_add(1);
+    return event == nullptr || std::chrono::steady_clock::now() >= static_cast<Event*>(event)->ready;
+  }
+  void destroyEvent(void* event, const c10::DeviceIndex) const noexcept override {
+    delete static_cast<Event*>(event);
+  }
+  // The host waits for the device: counted.
+  void synchronizeEvent(void*) const { g_synchronizations.fetch_add(1); }
+  void synchronizeStream(const c10::Stream&) const { g_synchronizations.fetch_add(1); }
+  void synchronizeDevice(const c10::DeviceIndex) const { g_synchronizations.fetch_add(1); }
+  bool queryStream(const c10::Stream&) const { return true; }
+  void recordDataPtrOnStream(const c10::DataPtr&, const c10::Stream&) const {}
+};
+C10_REGISTER_GUARD_IMPL(PrivateUse1, GuardImpl);
+
+// ---- kernels --------------------------------------------------------------
+
+bool onDevice(const at::Tensor& t) { return t.device().type() == kType; }
+
+// A CPU tensor over the same memory (the device's memory is host memory).
+at::Tensor hostAlias(const at::Tensor& t) {
+  if (!onDevice(t)) return t;
+  auto* base = static_cast<char*>(t.storage().unsafeGetStorageImpl()->data_ptr().get());
+  return at::from_blob(base + t.storage_offset() * static_cast<int64_t>(t.element_size()), t.sizes(),
+                       t.strides(), t.options().device(at::kCPU));
+}
+
+at::Tensor emptyMemoryFormat(at::IntArrayRef size, Optional<at::ScalarType> dtype, Optional<at::Layout>,
+                             Optional<at::Device>, Optional<bool>, Optional<at::MemoryFormat> memory_format) {
+  constexpr c10::DispatchKeySet keys(c10::DispatchKey::PrivateUse1);
+  return at::detail::empty_generic(size, &g_allocator, keys, c10::dtype_or_default(dtype), memory_format);
+}
+
+at::Tensor emptyStrided(at::IntArrayRef size, at::IntArrayRef stride, Optional<at::ScalarType> dtype,
+                        Optional<at::Layout>, Optional<at::Device>, Optional<bool>) {
+  constexpr c10::DispatchKeySet keys(c10::DispatchKey::PrivateUse1);
+  return at::detail::empty_strided_generic(size, stride, &g_allocator, keys, c10::dtype_or_default(dtype));
+}
+
+at::Tensor copyFrom(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
+  if (onDevice(self) && !onDevice(dst) && !non_blocking && t_in_kernel == 0) g_blocking_copies.fetch_add(1);
+  at::Tensor out = hostAlias(dst);
+  out.copy_(hostAlias(self));
+  return dst;
+}
+
+at::Tensor copyFromAndResize(const at::Tensor& self, const at::Tensor& dst) {
+  dst.resize_(self.sizes());
+  return copyFrom(self, dst, false);
+}
+
+const at::Tensor& resize(const at::Tensor& self, at::IntArrayRef size, Optional<at::MemoryFormat> memory_format) {
+  at::native::resize_impl_cpu_(self.unsafeGetTensorImpl(), size, {});
+  if (memory_format) self.unsafeGetTensorImpl()->empty_tensor_restride(*memory_format);
+  return self;
+}
+
+at::Tensor asStrided(const at::Tensor& self, at::IntArrayRef size, at::IntArrayRef stride,
+                     Optional<int64_t> storage_offset) {
+  return at::native::as_strided_tensorimpl(self, size, stride, storage_offset);
+}
+
+at::Tensor view(const at::Tensor& self, at::IntArrayRef size) { return at::native::view(self, size); }
+
+at::Tensor reshapeAlias(const at::Tensor& self, at::IntArrayRef size, at::IntArrayRef stride) {
+  return at::native::as_strided_tensorimpl(self, size, stride, self.storage_offset());
+}
+
+c10::Scalar localScalarDense(const at::Tensor& self) {
+  if (t_in_kernel == 0) g_scalar_reads.fetch_add(1);
+  return at::_local_scalar_dense(hostAlias(self));
+}
+
+// Every other op: ATen's CPU kernel on copies, results copied back.
+void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  KernelScope scope;
+  at::native::cpu_fallback(op, stack);
+}
+
+// The wrong kernel: the right one, then its first output scaled slightly.
+void wrongKernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  KernelScope scope;
+  const size_t returns = op.schema().returns().size();
+  at::native::cpu_fallback(op, stack);
+  static const double scale = [] {
+    const char* v = std::getenv("TESTDEV_WRONG_SCALE");
+    return 1.0 + (v && *v ? std::atof(v) : 1e-3);
+  }();
+  c10::IValue& first = (*stack)[stack->size() - returns];
+  if (first.isTensor() && first.toTensor().is_floating_point()) {
+    at::Tensor host = hostAlias(first.toTensor());
+    host.mul_(scale);
+  }
+}
+
+}  // namespace
+}  // namespace testdev
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("empty.memory_format", TORCH_FN(testdev::emptyMemoryFormat));
+  m.impl("empty_strided", TORCH_FN(testdev::emptyStrided));
+  m.impl("_copy_from", TORCH_FN(testdev::copyFrom));
+  m.impl("_copy_from_and_resize", TORCH_FN(testdev::copyFromAndResize));
+  m.impl("resize_", TORCH_FN(testdev::resize));
+  m.impl("as_strided", TORCH_FN(testdev::asStrided));
+  m.impl("view", TORCH_FN(testdev::view));
+  m.impl("_reshape_alias", TORCH_FN(testdev::reshapeAlias));
+  m.impl("_local_scalar_dense", TORCH_FN(testdev::localScalarDense));
+  const char* wrong = std::getenv("TESTDEV_WRONG_OP");
+  if (wrong != nullptr && *wrong != '\0') {
+    m.impl(wrong, torch::CppFunction::makeFromBoxedFunction<&testdev::wrongKernel>());
+  }
+}
+
+TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&testdev::fallback>());
+}
+
+extern "C" {
+__attribute__((visibility("default"))) uint64_t testdev_blocking_copies() { return testdev::g_blocking_copies.load(); }
+__attribute__((visibility("default"))) uint64_t testdev_scalar_reads() { return testdev::g_scalar_reads.load(); }
+__attribute__((visibility("default"))) uint64_t testdev_synchronizations() { return testdev::g_synchronizations.load(); }
+__attribute__((visibility("default"))) uint64_t testdev_events_recorded() { return testdev::g_events_recorded.load(); }
+__attribute__((visibility("default"))) uint64_t testdev_event_queries() { return testdev::g_event_queries.load(); }
+}

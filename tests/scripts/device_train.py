@@ -1,0 +1,56 @@
+"""A small MLP trained for a few SGD steps on the CPU or on the test
+accelerator (tests/accelerator): the accelerator tests' model.
+
+Options (environment, so the script never changes between runs):
+  DEVICE        cpu (default) or testdev: the test accelerator, loaded from
+                TESTDEV_LIB (its device is "privateuseone" on torch 1.13)
+  STEPS         training steps (default 3)
+  LAYERS        hidden Linear+GELU blocks (default 2): more layers, more ops
+  DTYPE         float32 (default), float64 or bfloat16
+The model and data are made on the CPU from a fixed seed and then moved, so
+every device starts from the same values. Prints one line per step with the
+loss, then (on the test accelerator) one line "counters {json}".
+"""
+import json
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "accelerator"))
+
+
+def main():
+    steps = int(os.environ.get("STEPS", "3"))
+    layers = int(os.environ.get("LAYERS", "2"))
+    dtype = getattr(torch, os.environ.get("DTYPE", "float32"))
+    device = os.environ.get("DEVICE", "cpu")
+    testdev = None
+    if device == "testdev":
+        import testdev
+        device = testdev.load(os.environ["TESTDEV_LIB"])
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    blocks = [torch.nn.Linear(16, 64), torch.nn.GELU()]
+    for _ in range(layers - 1):
+        blocks += [torch.nn.Linear(64, 64), torch.nn.GELU()]
+    blocks.append(torch.nn.Linear(64, 4))
+    model = torch.nn.Sequential(*blocks).to(dtype)
+    x = torch.randn(32, 16).to(dtype)
+    target = torch.randn(32, 4).to(dtype)
+    model = model.to(device)
+    x, target = x.to(device), target.to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    for step in range(steps):
+        optimizer.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(x), target)
+        loss.backward()
+        optimizer.step()
+        print(f"step {step} loss {loss.item():.17g}", flush=True)
+    if testdev is not None:
+        print("counters " + json.dumps(testdev.counters()), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
