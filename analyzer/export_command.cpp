@@ -1,5 +1,6 @@
 // acc-analyzer export DIR -o OUT --format npy: recorded tensor data as .npy
 // files with an index.json.
+#include <cstdint>
 #include <algorithm>
 #include <cctype>
 #include <filesystem>

@@ -1,4 +1,5 @@
 // acc-analyzer list DIR: the records of a recording in execution order.
+#include <cstdint>
 #include <cmath>
 #include <cstdio>
 #include <iostream>

@@ -1,5 +1,6 @@
 #include "analyzer/markup.h"
 
+#include <cstdint>
 #include <cmath>
 #include <cstdio>
 

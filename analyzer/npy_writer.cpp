@@ -1,5 +1,6 @@
 #include "analyzer/npy_writer.h"
 
+#include <cstdint>
 #include <fstream>
 #include <stdexcept>
 

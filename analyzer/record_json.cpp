@@ -1,5 +1,6 @@
 #include "analyzer/record_json.h"
 
+#include <cstdint>
 #include <cmath>
 
 namespace acc::analyzer {

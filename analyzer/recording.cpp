@@ -1,5 +1,6 @@
 #include "analyzer/recording.h"
 
+#include <cstdint>
 #include <algorithm>
 #include <filesystem>
 #include <fstream>

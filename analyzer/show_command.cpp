@@ -1,4 +1,5 @@
 // acc-analyzer show DIR NAME: one record with its tensors, statistics and stack.
+#include <cstdint>
 #include <algorithm>
 #include <cctype>
 #include <cstdio>

@@ -1,5 +1,6 @@
 #include "analyzer/text.h"
 
+#include <cstdint>
 #include <cctype>
 #include <cmath>
 #include <cstdio>

@@ -1,5 +1,6 @@
 #include "analyzer/zip_writer.h"
 
+#include <cstdint>
 #include <array>
 #include <stdexcept>
 

@@ -123,11 +123,21 @@ def workload_env(args, script_path):
     resnet = {"RESNET_STEPS": str(args.steps), "RESNET_BATCH": str(args.batch), "RESNET_SIZE": str(args.size)}
     mlp = {"MLP_STEPS": str(args.steps)}
     name = os.path.basename(script_path)
+    if name == "device_train.py":
+        return {"STEPS": str(args.steps), "LAYERS": "8", "WIDTH": "512", "BATCH": "256", **device_env(args)}
     if name == "resnet_train.py":
         return resnet
     if name == "mlp_train.py":
         return mlp
     return {**resnet, **mlp}
+
+
+def device_env(args):
+    """tests/scripts/device_train.py's device: the CPU or the test accelerator."""
+    if args.device == "cpu":
+        return {"DEVICE": "cpu"}
+    lib = os.path.join(os.path.dirname(os.path.abspath(args.lib)), "libacc_testdev.so")
+    return {"DEVICE": "testdev", "TESTDEV_LIB": lib}
 
 
 def run_once(args, python, script_path, config, run_index, out_root):
@@ -266,6 +276,9 @@ def main(argv):
                              "instead of each one's repeats back to back; steadier ratios on a busy machine")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds allowed per run (default 1800)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    parser.add_argument("--device", choices=("cpu", "testdev"), default="cpu",
+                        help="for tests/scripts/device_train.py: train on the CPU or on the test accelerator "
+                             "(build/lib/libacc_testdev.so); see bench/device_overhead.py")
     args = parser.parse_args(argv)
 
     try:
@@ -282,6 +295,8 @@ def main(argv):
     args.lib = os.path.abspath(args.lib) if args.lib else os.path.join(REPO, DEFAULT_LIB)
     if levels and not os.path.isfile(args.lib):
         usage_error(parser, f"libacc.so not found at {args.lib}; build acc (scripts/setup.sh) or pass --lib")
+    if args.device == "testdev" and not os.path.isfile(device_env(args)["TESTDEV_LIB"]):
+        usage_error(parser, f"--device testdev: {device_env(args)['TESTDEV_LIB']} not found; build the tests")
     if args.keep and os.path.exists(args.keep) and (not os.path.isdir(args.keep) or os.listdir(args.keep)):
         usage_error(parser, f"--keep: {args.keep} exists and is not an empty directory")
 

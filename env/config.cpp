@@ -1,5 +1,6 @@
 #include "env/config.h"
 
+#include <cstdint>
 #include <algorithm>
 #include <cctype>
 #include <cerrno>

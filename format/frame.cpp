@@ -1,5 +1,6 @@
 #include "format/frame.h"
 
+#include <cstdint>
 #include <zstd.h>
 
 #include <sys/stat.h>

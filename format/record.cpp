@@ -1,5 +1,6 @@
 #include "format/record.h"
 
+#include <cstdint>
 #include <array>
 
 #include "format/bytes.h"

@@ -3,6 +3,7 @@
 // the process loads libtorch (at start for C++ programs, at `import torch`
 // for Python), validates the ACC_* configuration, checks that the running
 // torch is the one the recorder core was built against, and loads the core.
+#include <cstdint>
 #include <dlfcn.h>
 #include <link.h>
 

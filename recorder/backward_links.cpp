@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "recorder/backward_links.h"
 
 namespace acc::recorder {

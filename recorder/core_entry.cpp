@@ -1,5 +1,6 @@
 // The recorder core's only entry point, called by the preload shim once the
 // process has loaded the torch this core was built against.
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 

@@ -2,6 +2,7 @@
 
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
+#include <cstdint>
 #include <algorithm>
 #include <cstring>
 #include <mutex>

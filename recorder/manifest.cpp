@@ -1,5 +1,6 @@
 #include "recorder/manifest.h"
 
+#include <cstdint>
 #include <chrono>
 #include <cstdio>
 #include <ctime>

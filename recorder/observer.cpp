@@ -2,6 +2,7 @@
 
 #include <ATen/core/function_schema.h>
 
+#include <cstdint>
 #include <chrono>
 #include <cstring>
 #include <unordered_set>
@@ -23,6 +24,16 @@ at::CallbackHandle g_handle = 0;
 
 // Events of record_function() itself, not ops.
 bool isProfilerEvent(const char* name) { return std::strncmp(name, "profiler::", 10) == 0; }
+
+// torch.compile's own scopes (torch 2.x): the guard check before a compiled
+// frame and the frame itself ("Torch-Compiled Region: 0/0"). They carry no
+// tensors and their numbering follows recompilations, so they are not ops:
+// what runs inside is, CompiledFunction (the compiled graph as an autograd
+// function, with its inputs) first among them.
+bool isCompileScope(const char* name) {
+  return std::strncmp(name, "Torch-Compiled Region", 21) == 0 ||
+         std::strcmp(name, "TorchDynamo Cache Lookup") == 0;
+}
 
 // The autograd engine's wrapper around one node: it holds the node's
 // BACKWARD_FUNCTION event and engine work (such as reducing a gradient to
@@ -310,7 +321,7 @@ std::unique_ptr<at::ObserverContext> onStart(const at::RecordFunction& fn) {
   if (scope != at::RecordScope::FUNCTION && scope != at::RecordScope::BACKWARD_FUNCTION) {
     return nullptr;
   }
-  if (isProfilerEvent(fn.name())) return nullptr;
+  if (isProfilerEvent(fn.name()) || isCompileScope(fn.name())) return nullptr;
   if (isEngineScope(fn.name())) {
     auto ctx = std::make_unique<OpContext>();
     ctx->engine_scope = true;

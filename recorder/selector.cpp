@@ -1,5 +1,6 @@
 #include "recorder/selector.h"
 
+#include <cstdint>
 #include <algorithm>
 #include <cctype>
 

@@ -1,5 +1,6 @@
 #include "recorder/session.h"
 
+#include <cstdint>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/file.h>

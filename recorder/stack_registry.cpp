@@ -1,6 +1,7 @@
 #include "recorder/stack_registry.h"
 
 #define UNW_LOCAL_ONLY
+#include <cstdint>
 #include <cxxabi.h>
 #include <dlfcn.h>
 #include <libunwind.h>

@@ -1,5 +1,6 @@
 #include "recorder/stats_pool.h"
 
+#include <cstdint>
 #include <unistd.h>
 
 #include <algorithm>

@@ -1,5 +1,6 @@
 #include "recorder/tensor_capture.h"
 
+#include <cstdint>
 #include <cstring>
 #include <sstream>
 
@@ -61,8 +62,15 @@ bool outputsUninitialized(std::string_view op) {
 }
 
 bool readable(const at::Tensor& t) {
-  return t.layout() == at::kStrided && dtypeOf(t.scalar_type()) != format::Dtype::Unknown &&
-         !t.is_quantized() && !t.is_meta();
+  if (t.layout() != at::kStrided || dtypeOf(t.scalar_type()) == format::Dtype::Unknown || t.is_quantized() ||
+      t.is_meta()) {
+    return false;
+  }
+  // Tensors without memory of their own: torch.compile's fake tensors and
+  // other Python subclasses (while it traces a model, the dispatcher shows
+  // their ops too), and functionalization's wrappers.
+  if (t.unsafeGetTensorImpl()->is_python_dispatch() || !t.has_storage()) return false;
+  return t.numel() == 0 || t.storage().data() != nullptr;
 }
 
 format::Tensor captureTensor(const at::Tensor& t, format::Role role, uint32_t position,

@@ -5,8 +5,10 @@
 
 #include <ATen/ATen.h>
 #include <ATen/core/ivalue.h>
+#include <ATen/core/grad_mode.h>
 #include <ATen/record_function.h>
 
+#include <cstdint>
 #include <functional>
 #include <string_view>
 
@@ -48,8 +50,8 @@ bool outputsUninitialized(std::string_view op);  // called at the end of every t
 format::Tensor captureTensor(const at::Tensor& t, format::Role role, uint32_t position,
                              uint32_t item, int level);
 
-// Whether acc can read the values of `t` (strided, a known element type, not
-// quantized or meta).
+// Whether acc can read the values of `t`: strided, a known element type, not
+// quantized, and with memory of its own (not meta, fake or a wrapper).
 bool readable(const at::Tensor& t);
 
 }  // namespace acc::recorder

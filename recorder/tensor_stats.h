@@ -3,6 +3,7 @@
 // reductions into one small buffer, the only bytes copied to the host.
 #pragma once
 
+#include <cstdint>
 #include <ATen/ATen.h>
 
 #include "format/record.h"

@@ -6,6 +6,7 @@
 #include <ATen/record_function.h>
 #include <torch/csrc/autograd/function.h>
 
+#include <cstdint>
 #include <string>
 
 namespace acc::recorder::compat {

@@ -14,8 +14,10 @@ build_packages=(
   libunwind-dev libzstd-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev
 )
 torch_packages=(libtorch-dev python3-torch python3-torchvision)
-# The tests read xlsx reports with openpyxl and screenshot HTML reports.
-test_packages=(python3-numpy python3-openpyxl chromium)
+# The tests read xlsx reports with openpyxl and screenshot HTML reports;
+# torch.compile's CPU backend (inductor) builds C++ with setuptools and
+# Python's headers.
+test_packages=(python3-numpy python3-openpyxl chromium python3-setuptools python3-dev)
 
 if [[ ${1:-} == --print-packages ]]; then
   printf '%s\n' "${build_packages[@]}" "${torch_packages[@]}" "${test_packages[@]}"

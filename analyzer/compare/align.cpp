@@ -1,5 +1,6 @@
 #include "analyzer/compare/align.h"
 
+#include <cstdint>
 #include <algorithm>
 #include <limits>
 #include <map>

@@ -1,4 +1,5 @@
 // acc-analyzer compare DIR0 DIR1 -o OUT: which op starts the drift.
+#include <cstdint>
 #include <malloc.h>
 
 #include <cmath>

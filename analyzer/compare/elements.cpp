@@ -1,6 +1,7 @@
 #include "analyzer/compare/elements.h"
 
 #if defined(__x86_64__)
+#include <cstdint>
 #include <immintrin.h>
 #endif
 

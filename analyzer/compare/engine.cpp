@@ -1,5 +1,6 @@
 #include "analyzer/compare/engine.h"
 
+#include <cstdint>
 #include <algorithm>
 #include <cctype>
 #include <chrono>

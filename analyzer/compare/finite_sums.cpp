@@ -1,3 +1,5 @@
+#include <cstdint>
+#include <algorithm>
 #include "analyzer/compare/finite_sums.h"
 
 namespace acc::analyzer {

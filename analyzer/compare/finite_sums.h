@@ -4,6 +4,7 @@
 // machine they were computed on.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cmath>

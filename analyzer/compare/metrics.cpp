@@ -1,5 +1,6 @@
 #include "analyzer/compare/metrics.h"
 
+#include <cstdint>
 #include <algorithm>
 #include <cmath>
 #include <cstring>

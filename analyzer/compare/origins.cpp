@@ -1,5 +1,7 @@
 #include "analyzer/compare/origins.h"
 
+#include <cstdint>
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>

@@ -1,5 +1,6 @@
 #include "analyzer/compare/scan.h"
 
+#include <cstdint>
 #include <algorithm>
 #include <atomic>
 #include <chrono>

@@ -1,6 +1,7 @@
 // Pass 1 of compare: each rank's records without tensor data, for alignment.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <string>

@@ -1,5 +1,6 @@
 #include "analyzer/compare/stream.h"
 
+#include <cstdint>
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>

@@ -5,6 +5,7 @@
 // while more than the memory budget is held.
 #pragma once
 
+#include <cstdint>
 #include <atomic>
 #include <functional>
 #include <string>

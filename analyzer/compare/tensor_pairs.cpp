@@ -1,6 +1,7 @@
 #include "analyzer/compare/tensor_pairs.h"
 #include "analyzer/text.h"
 
+#include <cstdint>
 #include <algorithm>
 #include <map>
 #include <tuple>

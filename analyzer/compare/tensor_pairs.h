@@ -3,6 +3,7 @@
 // (with the reason and its verdict).
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "analyzer/compare/metrics.h"

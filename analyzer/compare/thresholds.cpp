@@ -1,5 +1,7 @@
 #include "analyzer/compare/thresholds.h"
 
+#include <cstdint>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>

@@ -2,6 +2,7 @@
 // (docs/METRICS.md lists them) that the user can override per precision.
 #pragma once
 
+#include <cstdint>
 #include <array>
 #include <string>
 

@@ -28,6 +28,7 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/library.h>
 
+#include <cstdint>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -35,6 +36,10 @@
 #include <string>
 
 #include "testdev_compat.h"
+
+#if TESTDEV_HAS_HOOKS
+#include <ATen/detail/PrivateUse1HooksInterface.h>
+#endif
 
 namespace testdev {
 namespace {
@@ -118,6 +123,24 @@ struct GuardImpl final : c10::impl::DeviceGuardImplInterface {
   void recordDataPtrOnStream(const c10::DataPtr&, const c10::Stream&) const {}
 };
 C10_REGISTER_GUARD_IMPL(PrivateUse1, GuardImpl);
+
+#if TESTDEV_HAS_HOOKS
+// One device, always there; no pinned memory and no generator of its own
+// (torch then falls back to pageable copies, and the tests draw random
+// numbers on the CPU).
+struct Hooks final : at::PrivateUse1HooksInterface {
+  bool hasPrimaryContext(c10::DeviceIndex) const override { return true; }
+  bool isBuilt() const { return true; }
+  bool isAvailable() const { return true; }
+  c10::DeviceIndex deviceCount() const { return 1; }
+  c10::DeviceIndex getCurrentDevice() const { return 0; }
+  at::Device getDeviceFromPtr(void*) const override { return c10::Device(kType, 0); }
+};
+const bool g_hooks_registered = [] {
+  at::RegisterPrivateUse1HooksInterface(new Hooks());
+  return true;
+}();
+#endif
 
 // ---- kernels --------------------------------------------------------------
 

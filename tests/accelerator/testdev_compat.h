@@ -19,4 +19,12 @@ template <typename T>
 using Optional = std::optional<T>;
 #endif
 
+// Torch 2.x asks a PrivateUse1 backend for a hooks object (the autograd
+// engine's device threads call it); 1.13 has no such interface.
+#if TORCH_VERSION_MAJOR >= 2
+#define TESTDEV_HAS_HOOKS 1
+#else
+#define TESTDEV_HAS_HOOKS 0
+#endif
+
 }  // namespace testdev::compat

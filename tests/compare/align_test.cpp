@@ -1,4 +1,5 @@
 // Alignment of op sequences that differ (analyzer/compare/align).
+#include <cstdint>
 #include <gtest/gtest.h>
 
 #include "analyzer/compare/align.h"

@@ -3,6 +3,7 @@
 // wrong, and only that one?
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>

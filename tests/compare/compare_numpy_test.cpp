@@ -2,6 +2,8 @@
 // formulas in docs/METRICS.md) on the level-2 data of real recordings.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 

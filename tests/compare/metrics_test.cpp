@@ -1,6 +1,8 @@
 // Metrics, conversions and verdicts of analyzer/compare on hand-made data.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>

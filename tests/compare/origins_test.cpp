@@ -1,5 +1,6 @@
 // Record verdicts and origins (analyzer/compare/origins) on hand-made
 // comparisons: error an op inherits is not blamed on it.
+#include <cstdint>
 #include <gtest/gtest.h>
 
 #include "analyzer/compare/origins.h"

@@ -1,5 +1,6 @@
 #include "tests/compare/recordings.h"
 
+#include <cstdint>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>

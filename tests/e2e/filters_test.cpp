@@ -2,6 +2,7 @@
 // filters choose records, they never rename them.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <algorithm>
 #include <cctype>
 #include <set>

@@ -1,6 +1,7 @@
 // report.xlsx: written from a synthetic CompareResult, opened with openpyxl.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <chrono>
 #include <fstream>
 

@@ -1,5 +1,7 @@
 #include "tests/reports/synthetic_result.h"
 
+#include <cstdint>
+#include <algorithm>
 #include <cmath>
 #include <limits>
 

@@ -6,14 +6,21 @@ Options (environment, so the script never changes between runs):
                 TESTDEV_LIB (its device is "privateuseone" on torch 1.13)
   STEPS         training steps (default 3)
   LAYERS        hidden Linear+GELU blocks (default 2): more layers, more ops
+  WIDTH         hidden width (default 64) and BATCH rows (default 32)
+  FOREACH       1: the optimizer updates all parameters with _foreach_ ops
+                (tensor lists); default 0, one op per parameter, which every
+                torch version and device runs alike (torch 2.x would pick
+                foreach on an accelerator and not on the CPU)
   DTYPE         float32 (default), float64 or bfloat16
 The model and data are made on the CPU from a fixed seed and then moved, so
 every device starts from the same values. Prints one line per step with the
-loss, then (on the test accelerator) one line "counters {json}".
+loss and its seconds, then (on the test accelerator) one line
+"counters {json}".
 """
 import json
 import os
 import sys
+import time
 
 import torch
 
@@ -23,6 +30,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 def main():
     steps = int(os.environ.get("STEPS", "3"))
     layers = int(os.environ.get("LAYERS", "2"))
+    width = int(os.environ.get("WIDTH", "64"))
+    batch = int(os.environ.get("BATCH", "32"))
     dtype = getattr(torch, os.environ.get("DTYPE", "float32"))
     device = os.environ.get("DEVICE", "cpu")
     testdev = None
@@ -31,22 +40,25 @@ def main():
         device = testdev.load(os.environ["TESTDEV_LIB"])
     torch.manual_seed(0)
     torch.set_num_threads(1)
-    blocks = [torch.nn.Linear(16, 64), torch.nn.GELU()]
+    blocks = [torch.nn.Linear(16, width), torch.nn.GELU()]
     for _ in range(layers - 1):
-        blocks += [torch.nn.Linear(64, 64), torch.nn.GELU()]
-    blocks.append(torch.nn.Linear(64, 4))
+        blocks += [torch.nn.Linear(width, width), torch.nn.GELU()]
+    blocks.append(torch.nn.Linear(width, 4))
     model = torch.nn.Sequential(*blocks).to(dtype)
-    x = torch.randn(32, 16).to(dtype)
-    target = torch.randn(32, 4).to(dtype)
+    x = torch.randn(batch, 16).to(dtype)
+    target = torch.randn(batch, 4).to(dtype)
     model = model.to(device)
     x, target = x.to(device), target.to(device)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    foreach = os.environ.get("FOREACH", "0") == "1"
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, foreach=foreach)
     for step in range(steps):
+        start = time.perf_counter()
         optimizer.zero_grad()
         loss = torch.nn.functional.mse_loss(model(x), target)
         loss.backward()
         optimizer.step()
-        print(f"step {step} loss {loss.item():.17g}", flush=True)
+        value = loss.item()  # waits for the device: the step is done
+        print(f"step {step} loss {value:.17g} time {time.perf_counter() - start:.6f}", flush=True)
     if testdev is not None:
         print("counters " + json.dumps(testdev.counters()), flush=True)
     return 0

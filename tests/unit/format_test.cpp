@@ -1,6 +1,7 @@
 // The record encoding (format/record.h, format/bytes.h) and the framed file
 // layout (format/frame.h), including recovery from truncation and corruption.
 #include <gtest/gtest.h>
+#include <cstdint>
 #include <stdlib.h>
 
 #include <cmath>

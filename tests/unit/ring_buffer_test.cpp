@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <atomic>
 #include <chrono>
 #include <memory>

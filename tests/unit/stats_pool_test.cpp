@@ -1,6 +1,7 @@
 // The statistics pool must run every item exactly once, whoever calls it.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <atomic>
 #include <thread>
 #include <vector>

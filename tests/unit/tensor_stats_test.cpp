@@ -7,6 +7,8 @@
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>

@@ -4,6 +4,7 @@
 #include "recorder/writer.h"
 
 #include <gtest/gtest.h>
+#include <cstdint>
 #include <stdlib.h>
 
 #include <cstring>

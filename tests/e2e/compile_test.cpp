@@ -1,0 +1,91 @@
+// torch.compile (torch 2.x): what acc records of a compiled model, and
+// ACC_EAGER=1, which turns compilation off so that every op is recorded.
+// Torch 1.13 has no torch.compile: the tests say so and skip.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <sstream>
+
+#include "tests/e2e/harness.h"
+
+namespace acc::test {
+namespace {
+
+bool hasCompile() {
+  static const bool yes =
+      run({{python(), "-c", "import torch, sys; sys.exit(0 if hasattr(torch, 'compile') else 1)"}, {}, "", false, ""})
+          .exit_code == 0;
+  return yes;
+}
+
+std::vector<std::string> lossLines(const std::string& out) {
+  std::vector<std::string> lines;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("step ", 0) == 0) lines.push_back(line);
+  }
+  return lines;
+}
+
+std::vector<const format::OpRecord*> inStep(const Recording& rec, int64_t step) {
+  std::vector<const format::OpRecord*> out;
+  for (const auto& r : rec.records) {
+    if (r.step == step) out.push_back(&r);
+  }
+  return out;
+}
+
+// A compiled model's forward is one op, CompiledFunction, recorded with the
+// graph's inputs (parameters and data); its backward node with the incoming
+// gradients; the kernels inductor fused are not seen one by one.
+TEST(TorchCompile, CompiledCallIsRecordedWithItsInputs) {
+  if (!hasCompile()) GTEST_SKIP() << "this torch has no torch.compile (1.13)";
+  RunResult plain = runPythonPlain(testScript("compiled_train.py"));
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  TempDir dir;
+  RunResult r = recordPython(testScript("compiled_train.py"), dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(lossLines(r.out), lossLines(plain.out));
+  EXPECT_EQ(lossLines(r.out).size(), 2u);
+  Recording rec = readRank(dir / "rank0");
+  const format::OpRecord *fwd = nullptr, *bwd = nullptr;
+  for (const format::OpRecord* op : inStep(rec, 1)) {
+    EXPECT_EQ(op->op.find("Torch-Compiled Region"), std::string::npos) << op->name;
+    EXPECT_NE(op->op, "aten::gelu") << "fused by inductor, not dispatched: " << op->name;
+    if (op->op == "CompiledFunction" && op->pass == format::Pass::Forward) fwd = op;
+    if (op->op == "CompiledFunction" && op->pass == format::Pass::Backward) bwd = op;
+  }
+  ASSERT_NE(fwd, nullptr);
+  size_t inputs = 0;
+  for (const auto& t : fwd->tensors) inputs += t.role == format::Role::Input && t.has_stats;
+  EXPECT_EQ(inputs, 5u) << "four parameters and the data";
+  ASSERT_NE(bwd, nullptr);
+  EXPECT_EQ(bwd->forward_name, fwd->name);
+  EXPECT_EQ(bwd->grad_fn, "CompiledFunctionBackward");
+  ASSERT_FALSE(bwd->tensors.empty());
+  EXPECT_EQ(bwd->tensors[0].role, format::Role::GradIn);
+}
+
+// ACC_EAGER=1 turns torch.compile off through torch's own switch: the model
+// runs op by op, every op is recorded, and the losses are those of the
+// uncompiled model.
+TEST(TorchCompile, EagerModeRecordsEveryOp) {
+  if (!hasCompile()) GTEST_SKIP() << "this torch has no torch.compile (1.13)";
+  RunResult eager = runPythonPlain(testScript("compiled_train.py"), {{"TORCH_COMPILE_DISABLE", "1"}});
+  ASSERT_EQ(eager.exit_code, 0) << eager.err;
+  TempDir dir;
+  RunResult r = recordPython(testScript("compiled_train.py"), dir.path(), {{"ACC_EAGER", "1"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(lossLines(r.out), lossLines(eager.out));
+  Recording rec = readRank(dir / "rank0");
+  EXPECT_EQ(rec.manifest["config"]["eager"], true);
+  std::set<std::string> ops;
+  for (const format::OpRecord* op : inStep(rec, 1)) ops.insert(op->op + (op->pass == format::Pass::Forward ? ".fwd" : ".bwd"));
+  for (const char* expected : {"aten::linear.fwd", "aten::gelu.fwd", "aten::gelu.bwd", "aten::linear.bwd"}) {
+    EXPECT_TRUE(ops.count(expected)) << expected;
+  }
+  EXPECT_FALSE(ops.count("CompiledFunction.fwd"));
+}
+
+}  // namespace
+}  // namespace acc::test
