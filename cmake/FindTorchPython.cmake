@@ -49,6 +49,15 @@ function(acc_check_torch_abi_flag python)
   if(NOT rc EQUAL 0)
     return()
   endif()
+  # Torch 2.7 and later build only with the new ABI, libstdc++'s default,
+  # and their config names no flag: then the flag torch reports is added.
+  if(NOT "${TORCH_CXX_FLAGS}" MATCHES "_GLIBCXX_USE_CXX11_ABI")
+    if(abi STREQUAL "0")
+      set(TORCH_CXX_FLAGS "${TORCH_CXX_FLAGS} -D_GLIBCXX_USE_CXX11_ABI=0" PARENT_SCOPE)
+    endif()
+    message(STATUS "acc: libstdc++ ABI flag _GLIBCXX_USE_CXX11_ABI=${abi}, as torch reports")
+    return()
+  endif()
   if(NOT "${TORCH_CXX_FLAGS}" MATCHES "_GLIBCXX_USE_CXX11_ABI=${abi}")
     message(FATAL_ERROR "acc: ${python}'s torch uses _GLIBCXX_USE_CXX11_ABI=${abi} but the "
                         "TorchConfig.cmake found (${Torch_DIR}) asks for '${TORCH_CXX_FLAGS}': "

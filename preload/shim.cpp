@@ -50,6 +50,24 @@ std::string shimDirectory() {
   return slash == std::string::npos ? "." : path.substr(0, slash);
 }
 
+// multiprocessing's forkserver process (the default start method from
+// Python 3.14) is a fresh interpreter that imports the user's main module,
+// and so torch, only to fork workers from: it runs none of the program's
+// ops, and its workers are forked (and do not record). Recording it would
+// only leave an empty second recording beside the real one.
+bool isForkServer() {
+  FILE* f = std::fopen("/proc/self/cmdline", "rb");
+  if (f == nullptr) return false;
+  char buffer[4096];
+  const size_t n = std::fread(buffer, 1, sizeof buffer - 1, f);
+  std::fclose(f);
+  for (size_t i = 0; i < n; ++i) {
+    if (buffer[i] == '\0') buffer[i] = ' ';
+  }
+  buffer[n] = '\0';
+  return std::strstr(buffer, "from multiprocessing.forkserver import main") != nullptr;
+}
+
 void startRecorder(const acc::preload::TorchIdentity& running) {
   acc::env::ParseResult parsed = acc::env::parseProcessEnvironment();
   for (const std::string& w : parsed.warnings) std::fprintf(stderr, "%s\n", w.c_str());
@@ -59,7 +77,7 @@ void startRecorder(const acc::preload::TorchIdentity& running) {
     return;
   }
   const acc::env::Config& config = parsed.config;
-  if (!config.enabled) return;
+  if (!config.enabled || isForkServer()) return;
   int64_t rank = acc::env::processRank([](const char* n) { return std::getenv(n); });
   if (!config.ranks.empty() &&
       std::find(config.ranks.begin(), config.ranks.end(), rank) == config.ranks.end()) {

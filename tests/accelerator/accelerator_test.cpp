@@ -51,7 +51,9 @@ struct Recorded {
   Recording rec;
 };
 
-const Recorded& recorded(const Env& env) {
+// A pointer, not a reference: the recordings live in the cache, whatever
+// the lifetime of the environment passed in.
+const Recorded* recorded(const Env& env) {
   static std::map<Env, std::unique_ptr<Recorded>> cache;
   auto& slot = cache[env];
   if (!slot) {
@@ -59,7 +61,7 @@ const Recorded& recorded(const Env& env) {
     slot->result = recordPython(script(), slot->dir.path(), env);
     if (exists(slot->dir / "rank0/records.acc")) slot->rec = readRank(slot->dir / "rank0");
   }
-  return *slot;
+  return slot.get();
 }
 
 TEST(Accelerator, DeviceRunMatchesCpuRunBitForBit) {
@@ -75,14 +77,14 @@ TEST(Accelerator, DeviceRunMatchesCpuRunBitForBit) {
 TEST(Accelerator, RecordedLossesAreBitIdentical) {
   RunResult plain = runPythonPlain(script(), onDevice());
   for (const char* level : {"0", "1", "2"}) {
-    const Recorded& r = recorded(onDevice({{"ACC_LEVEL", level}}));
+    const Recorded& r = *recorded(onDevice({{"ACC_LEVEL", level}}));
     ASSERT_EQ(r.result.exit_code, 0) << r.result.err;
     EXPECT_EQ(losses(r.result.out), losses(plain.out)) << "level " << level;
   }
 }
 
 TEST(Accelerator, RecordsNameTheDeviceAndAreComplete) {
-  const Recorded& r = recorded(onDevice({{"ACC_LEVEL", "1"}}));
+  const Recorded& r = *recorded(onDevice({{"ACC_LEVEL", "1"}}));
   ASSERT_EQ(r.result.exit_code, 0) << r.result.err;
   ASSERT_FALSE(r.rec.records.empty());
   const auto& manifest = r.rec.manifest;
@@ -130,8 +132,8 @@ bool close(double a, double b, double rel) {
 TEST(Accelerator, DeviceStatisticsAndDataEqualTheCpus) {
   for (const char* level : {"1", "2"}) {
     SCOPED_TRACE(std::string("level ") + level);
-    const Recorded& cpu = recorded({{"ACC_LEVEL", level}});
-    const Recorded& dev = recorded(onDevice({{"ACC_LEVEL", level}}));
+    const Recorded& cpu = *recorded({{"ACC_LEVEL", level}});
+    const Recorded& dev = *recorded(onDevice({{"ACC_LEVEL", level}}));
     ASSERT_EQ(cpu.result.exit_code, 0) << cpu.result.err;
     ASSERT_EQ(dev.result.exit_code, 0) << dev.result.err;
     auto a = tensorIndex(cpu.rec), b = tensorIndex(dev.rec);
@@ -185,8 +187,8 @@ Compared compare(const std::string& ref, const std::string& dut, const TempDir& 
 TEST(Accelerator, CompareNamesTheWrongDeviceKernel) {
   for (const char* level : {"1", "2"}) {
     SCOPED_TRACE(std::string("level ") + level);
-    const Recorded& cpu = recorded({{"ACC_LEVEL", level}});
-    const Recorded& dev = recorded(onDevice({{"ACC_LEVEL", level}, {"TESTDEV_WRONG_OP", "gelu"}}));
+    const Recorded& cpu = *recorded({{"ACC_LEVEL", level}});
+    const Recorded& dev = *recorded(onDevice({{"ACC_LEVEL", level}, {"TESTDEV_WRONG_OP", "gelu"}}));
     ASSERT_EQ(dev.result.exit_code, 0) << dev.result.err;
     TempDir out;
     Compared c = compare(cpu.dir.path(), dev.dir.path(), out);
@@ -201,8 +203,8 @@ TEST(Accelerator, CompareNamesTheWrongDeviceKernel) {
 TEST(Accelerator, CompareOfCpuAndCorrectDeviceFindsNoDivergence) {
   for (const char* level : {"1", "2"}) {
     SCOPED_TRACE(std::string("level ") + level);
-    const Recorded& cpu = recorded({{"ACC_LEVEL", level}});
-    const Recorded& dev = recorded(onDevice({{"ACC_LEVEL", level}}));
+    const Recorded& cpu = *recorded({{"ACC_LEVEL", level}});
+    const Recorded& dev = *recorded(onDevice({{"ACC_LEVEL", level}}));
     TempDir out;
     Compared c = compare(cpu.dir.path(), dev.dir.path(), out);
     EXPECT_EQ(c.result.exit_code, 0) << c.result.err << c.summary.dump(2);
@@ -240,6 +242,29 @@ TEST(Accelerator, RecordingAddsNoHostSynchronisation) {
       EXPECT_GT(c["event_queries"].get<uint64_t>(), 0u);
     }
   }
+}
+
+// Level-2 staging buffers count against ACC_BUFFER_MB: with a budget far
+// below what is in flight and ACC_ON_FULL=drop, records are dropped and
+// counted, never lost silently, and training is unchanged.
+TEST(Accelerator, StagingBuffersCountAgainstTheQueueBudget) {
+  Env env = onDevice({{"WIDTH", "512"}, {"BATCH", "512"}, {"LAYERS", "4"}});
+  RunResult plain = runPythonPlain(script(), env);
+  env["ACC_LEVEL"] = "2";
+  env["ACC_BUFFER_MB"] = "1";
+  env["ACC_ON_FULL"] = "drop";
+  env["TESTDEV_EVENT_DELAY_US"] = "20000";  // the device runs far behind
+  TempDir dir;
+  RunResult r = recordPython(script(), dir.path(), env);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(losses(r.out), losses(plain.out));
+  Recording rec = readRank(dir / "rank0");
+  const auto& counts = rec.manifest["counts"];
+  EXPECT_GT(counts["dropped"].get<uint64_t>(), 0u) << counts.dump();
+  EXPECT_EQ(counts["recorded"].get<uint64_t>(),
+            counts["written"].get<uint64_t>() + counts["dropped"].get<uint64_t>()) << counts.dump();
+  EXPECT_EQ(rec.records.size(), counts["written"].get<uint64_t>());
+  EXPECT_NE(r.err.find("dropped"), std::string::npos) << r.err;
 }
 
 }  // namespace

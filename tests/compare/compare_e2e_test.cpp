@@ -301,7 +301,7 @@ TEST(CompareE2E, Level1RecordingsCompareOnStatistics) {
   EXPECT_TRUE(any);
   // Statistics-only metrics are empty cells, the rest filled.
   for (const Row& r : o.rows) {
-    if (r.at("name") == first["name"] && r.at("role") == "output") {
+    if (r.at("name") == first["name"].get<std::string>() && r.at("role") == "output") {
       EXPECT_EQ(r.at("cosine"), "");
       EXPECT_NE(r.at("rel_l2"), "");
     }

@@ -77,7 +77,7 @@ void checkExport(const std::string& recording, const std::string& out, std::vect
       if (r.index == f["index"].get<uint64_t>()) record = &r;
     }
     ASSERT_NE(record, nullptr);
-    EXPECT_EQ(record->name, f["name"]);
+    EXPECT_EQ(record->name, f["name"].get<std::string>());
     EXPECT_EQ(record->step, f["step"]);
     const format::Tensor* tensor = nullptr;
     for (const auto& t : record->tensors) {
