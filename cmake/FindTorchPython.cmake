@@ -53,7 +53,7 @@ function(acc_check_torch_abi_flag python)
   # and their config names no flag: then the flag torch reports is added.
   if(NOT "${TORCH_CXX_FLAGS}" MATCHES "_GLIBCXX_USE_CXX11_ABI")
     if(abi STREQUAL "0")
-      set(TORCH_CXX_FLAGS "${TORCH_CXX_FLAGS} -D_GLIBCXX_USE_CXX11_ABI=0" PARENT_SCOPE)
+      set(TORCH_CXX_FLAGS ${TORCH_CXX_FLAGS} -D_GLIBCXX_USE_CXX11_ABI=0 PARENT_SCOPE)
     endif()
     message(STATUS "acc: libstdc++ ABI flag _GLIBCXX_USE_CXX11_ABI=${abi}, as torch reports")
     return()

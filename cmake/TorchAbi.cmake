@@ -49,3 +49,16 @@ function(acc_write_torch_identity path)
   file(WRITE "${path}" "version=${Torch_VERSION}\nbuild_id=${build_id}\nlibrary=${real}\n")
   message(STATUS "acc: recorder core built for torch ${Torch_VERSION} (${real}, build id ${build_id})")
 endfunction()
+
+# Links `target` with torch and compiles it with torch's ABI flags and the
+# NDEBUG setting acc_detect_torch_ndebug found (PUBLIC: also for the targets
+# that link it, as the recorder's headers carry at::RecordFunction).
+function(acc_use_torch target scope)
+  target_link_libraries(${target} ${scope} ${TORCH_LIBRARIES})
+  target_compile_options(${target} ${scope} ${TORCH_CXX_FLAGS})
+  if(ACC_TORCH_NDEBUG STREQUAL "NDEBUG")
+    target_compile_definitions(${target} ${scope} NDEBUG)
+  else()
+    target_compile_options(${target} ${scope} -UNDEBUG)
+  endif()
+endfunction()

@@ -4,9 +4,8 @@
 
 #include <cstdint>
 #include <algorithm>
-#include <cstring>
-#include <mutex>
-#include <unordered_map>
+#include <atomic>
+#include <cstdint>
 
 #include "recorder/tensor_stats.h"
 
@@ -17,18 +16,18 @@ namespace {
 // a PrivateUse1 backend only if it registers a host allocator, which torch
 // 1.13 cannot). Asked once per device type.
 bool pinnedFor(c10::DeviceType type) {
-  static std::mutex mutex;
-  static std::unordered_map<int, bool> known;
-  std::lock_guard<std::mutex> lock(mutex);
-  auto it = known.find(static_cast<int>(type));
-  if (it != known.end()) return it->second;
+  constexpr int kTypes = static_cast<int>(c10::DeviceType::COMPILE_TIME_MAX_DEVICE_TYPES);
+  static std::atomic<int8_t> known[kTypes] = {};  // 0 unknown, 1 yes, -1 no
+  const int i = static_cast<int>(type);
+  if (i < 0 || i >= kTypes) return false;
+  if (const int8_t k = known[i].load(std::memory_order_relaxed)) return k > 0;
   bool ok = false;
   try {
     ok = at::empty({1}, at::TensorOptions().dtype(at::kByte).pinned_memory(true)).is_pinned();
   } catch (...) {
-    ok = false;
+    ok = false;  // this device's runtime has no pinned host allocator
   }
-  known.emplace(static_cast<int>(type), ok);
+  known[i].store(ok ? 1 : -1, std::memory_order_relaxed);
   return ok;
 }
 

@@ -97,14 +97,15 @@ bool Writer::push(std::unique_ptr<QueuedRecord> item, bool op) {
 
 // An in-flight record becomes bytes once its values have arrived; until
 // then it waits (and the records behind it with it, keeping their order).
-// At stop it is given kStopWait, then counted as lost. False: not yet.
+// Once stopping, the device gets kStopWait in all, then what is still in
+// flight is counted as lost. False: not yet.
 bool Writer::settle(QueuedRecord& item, bool stopping) {
   if (!item.in_flight) return true;
   bool lost = false;
   try {
     if (item.in_flight->arrived()) {
       item.bytes = item.in_flight->encode();
-    } else if (stopping && std::chrono::steady_clock::now() - waiting_since_ > kStopWait) {
+    } else if (stopping && std::chrono::steady_clock::now() - stop_seen_ > kStopWait) {
       lost = true;
     } else {
       return false;
@@ -128,9 +129,11 @@ void Writer::run() {
   auto last_tick = last_flush;
   for (;;) {
     bool stopping = stopping_.load(std::memory_order_acquire);
+    if (stopping && stop_seen_ == std::chrono::steady_clock::time_point{}) {
+      stop_seen_ = std::chrono::steady_clock::now();
+    }
     const bool fresh = !waiting_;
     std::unique_ptr<QueuedRecord> item = fresh ? queue_.tryPop() : std::move(waiting_);
-    if (fresh && item && item->in_flight) waiting_since_ = std::chrono::steady_clock::now();
     if (item && !settle(*item, stopping)) {
       if (fresh) in_flight_waits_.fetch_add(1, std::memory_order_relaxed);
       waiting_ = std::move(item);

@@ -74,7 +74,7 @@ class Writer {
 
   // Writer-thread state.
   std::unique_ptr<QueuedRecord> waiting_;  // in flight, its values not arrived yet
-  std::chrono::steady_clock::time_point waiting_since_;
+  std::chrono::steady_clock::time_point stop_seen_;  // when the thread first saw stopping_
   std::string payload_;
   uint64_t payload_records_ = 0;  // op records in payload_
   uint64_t payload_others_ = 0;
