@@ -9,6 +9,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <mutex>
+#include <string>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -239,9 +242,26 @@ namespace {
 // the tensor's precision (float for half and bfloat16), the block sums in
 // float64, so the mean keeps about float64's accuracy without a float64 copy.
 constexpr int64_t kSumBlock = 1024;
-// Elements per checksum chunk: bounds the int64 temporaries to 16 bytes per
+// Elements per checksum chunk: bounds the int64 temporary to 8 bytes per
 // element of one chunk, whatever the tensor's size.
-constexpr int64_t kChecksumChunk = int64_t{1} << 22;
+constexpr int64_t kChecksumChunk = int64_t{1} << 20;
+
+// The checksum weights 1, 3, 5, ... for one chunk, made once per device and
+// kept (8 MiB at most per device): a chunk starting at element b weighs
+// element b+i by (2i+1) + 2b, so one tensor serves every chunk.
+at::Tensor checksumWeights(const at::Device& device, int64_t len) {
+  static std::mutex mutex;
+  // Never destroyed: a device tensor must not be freed by a static
+  // destructor after the device's runtime has shut down.
+  static auto* cache = new std::map<std::string, at::Tensor>();
+  std::lock_guard<std::mutex> lock(mutex);
+  at::Tensor& w = (*cache)[device.str()];
+  if (!w.defined() || w.numel() < len) {
+    const int64_t size = std::max<int64_t>(len, std::min<int64_t>(kChecksumChunk, int64_t{1} << 16));
+    w = at::arange(1, 2 * size + 1, 2, at::TensorOptions().dtype(at::kLong).device(device));
+  }
+  return w.narrow(0, 0, len);
+}
 
 at::Tensor blockSum(const at::Tensor& flat, at::ScalarType accumulate) {
   const int64_t n = flat.numel();
@@ -276,14 +296,16 @@ at::Tensor blockNorm(const at::Tensor& flat, at::ScalarType accumulate) {
 at::Tensor checksumOf(const at::Tensor& flat) {
   const int64_t n = flat.numel();
   at::Tensor bits = flat.view(sameWidthInteger(flat.element_size()));
-  at::Tensor sum = at::zeros({}, flat.options().dtype(at::kLong));
+  at::Tensor sum;
   for (int64_t begin = 0; begin < n; begin += kChecksumChunk) {
     const int64_t len = std::min(kChecksumChunk, n - begin);
-    // Out of place throughout: for 8-byte dtypes the integer view shares the
-    // caller's memory. Wrapping int64 arithmetic is the checksum's mod 2^64.
-    at::Tensor wide = bits.narrow(0, begin, len).to(at::kLong);
-    at::Tensor weights = at::arange(2 * begin + 1, 2 * (begin + len) + 1, 2, flat.options().dtype(at::kLong));
-    sum = sum.add(at::mul(wide, weights).sum());
+    at::Tensor weights = checksumWeights(flat.device(), len);
+    // Out of place: for 8-byte dtypes the integer view shares the caller's
+    // memory. Wrapping int64 arithmetic is the checksum's mod 2^64.
+    at::Tensor chunk = bits.narrow(0, begin, len);
+    at::Tensor part = at::mul(chunk, weights).sum();  // int64 by type promotion
+    if (begin > 0) part = part.add(chunk.sum(at::kLong).mul(2 * begin));
+    sum = sum.defined() ? sum.add(part) : part;
   }
   return sum;
 }

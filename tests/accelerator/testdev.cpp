@@ -200,10 +200,87 @@ c10::Scalar localScalarDense(const at::Tensor& self) {
   return at::_local_scalar_dense(hostAlias(self));
 }
 
-// Every other op: ATen's CPU kernel on copies, results copied back.
+// A device tensor over the memory of CPU tensor `t`, which it keeps alive.
+at::Tensor deviceAlias(const at::Tensor& t) {
+  auto* keep = new at::Tensor(t);
+  return at::from_blob(
+      t.data_ptr(), t.sizes(), t.strides(), [keep](void*) { delete keep; },
+      t.options().device(c10::Device(kType, 0)), c10::Device(kType, 0));
+}
+
+c10::IValue toHost(const c10::IValue& v, bool& any) {
+  if (v.isTensor() && onDevice(v.toTensor())) {
+    any = true;
+    return hostAlias(v.toTensor());
+  }
+  if (v.isDevice() && v.toDevice().type() == kType) {
+    any = true;
+    return c10::IValue(c10::Device(at::kCPU));
+  }
+  if (v.isTensorList()) {
+    std::vector<at::Tensor> list = v.toTensorVector();
+    bool here = false;
+    for (at::Tensor& t : list) {
+      if (t.defined() && onDevice(t)) {
+        t = hostAlias(t);
+        here = true;
+      }
+    }
+    any |= here;
+    return here ? c10::IValue(list) : v;
+  }
+  return v;
+}
+
+c10::IValue toDevice(const c10::IValue& v) {
+  if (v.isTensor() && v.toTensor().defined() && v.toTensor().is_cpu()) return deviceAlias(v.toTensor());
+  if (v.isTensorList()) {
+    std::vector<at::Tensor> list = v.toTensorVector();
+    for (at::Tensor& t : list) {
+      if (t.defined() && t.is_cpu()) t = deviceAlias(t);
+    }
+    return c10::IValue(list);
+  }
+  return v;
+}
+
+// Every other op: ATen's CPU kernel run in place on the device's memory (it
+// is host memory), its results handed back as device tensors over the same
+// memory: no copies, so a kernel here costs what it costs on the CPU. Ops
+// with lists of optional tensors (index) and out= ops (whose outputs the
+// kernel may resize, which borrowed memory cannot) take ATen's copying
+// fallback.
 void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   KernelScope scope;
-  at::native::cpu_fallback(op, stack);
+  const auto& schema = op.schema();
+  for (const auto& a : schema.arguments()) {
+    const bool out = a.alias_info() != nullptr && a.alias_info()->isWrite() && a.name() != "self";
+    if (out || a.type()->str() == "Tensor?[]") {
+      at::native::cpu_fallback(op, stack);
+      return;
+    }
+  }
+  const size_t args = schema.arguments().size();
+  const size_t first = stack->size() - args;
+  std::vector<c10::IValue> original(stack->begin() + static_cast<std::ptrdiff_t>(first), stack->end());
+  bool any = false;
+  for (size_t i = first; i < stack->size(); ++i) (*stack)[i] = toHost((*stack)[i], any);
+  op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+  const size_t returns = schema.returns().size();
+  for (size_t r = 0; r < returns; ++r) {
+    c10::IValue& value = (*stack)[stack->size() - returns + r];
+    // A result that is a written argument (in-place, out=) is that argument.
+    const c10::AliasInfo* alias = schema.returns()[r].alias_info();
+    bool same = false;
+    for (size_t i = 0; alias != nullptr && alias->isWrite() && i < args && !same; ++i) {
+      const c10::AliasInfo* in = schema.arguments()[i].alias_info();
+      if (in != nullptr && in->isWrite() && in->beforeSets() == alias->beforeSets()) {
+        value = original[i];
+        same = true;
+      }
+    }
+    if (!same) value = toDevice(value);
+  }
 }
 
 // The wrong kernel: the right one, then its first output scaled slightly.
