@@ -13,7 +13,10 @@ the cost of the device path.
 
   /usr/bin/python3 bench/device_overhead.py --repeats 3 --levels 0,1,2
 
-Options other than --device and --json are passed to overhead.py.
+  /usr/bin/python3 bench/device_overhead.py --accelerator cuda   # on a GPU machine
+
+--accelerator testdev|cuda (default testdev) picks the device compared with
+the CPU; other options go to overhead.py.
 """
 import json
 import os
@@ -27,8 +30,16 @@ def main(argv):
     if any(a in ("-h", "--help") for a in argv):
         print(__doc__)
         return 0
+    accelerator = "testdev"
+    if "--accelerator" in argv:
+        at = argv.index("--accelerator")
+        if at + 1 >= len(argv) or argv[at + 1] not in ("testdev", "cuda"):
+            print("device_overhead.py: --accelerator takes testdev or cuda", file=sys.stderr)
+            return 2
+        accelerator = argv[at + 1]
+        argv = argv[:at] + argv[at + 2:]
     rows = {}
-    for device in ("cpu", "testdev"):
+    for device in ("cpu", accelerator):
         command = [sys.executable, os.path.join(HERE, "overhead.py"), "--script", "tests/scripts/device_train.py",
                    "--device", device, "--interleave", "--json"] + argv
         print(f"device_overhead.py: {device}: {' '.join(command[1:])}", file=sys.stderr, flush=True)
@@ -37,9 +48,10 @@ def main(argv):
             sys.stderr.write(proc.stderr)
             return proc.returncode
         rows[device] = {r["config"]: r for r in json.loads(proc.stdout)["rows"]}
-    print(f"{'configuration':<14} {'cpu s/step':>11} {'cpu ratio':>10} {'testdev s/step':>15} {'testdev ratio':>14}")
+    print(f"{'configuration':<14} {'cpu s/step':>11} {'cpu ratio':>10} {accelerator + ' s/step':>15} "
+          f"{accelerator + ' ratio':>14}")
     for name in rows["cpu"]:
-        c, d = rows["cpu"][name], rows["testdev"][name]
+        c, d = rows["cpu"][name], rows[accelerator][name]
         print(f"{name:<14} {c['median']:>11.4f} {c['ratio']:>9.2f}x {d['median']:>15.4f} {d['ratio']:>13.2f}x")
     return 0
 

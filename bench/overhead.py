@@ -134,8 +134,8 @@ def workload_env(args, script_path):
 
 def device_env(args):
     """tests/scripts/device_train.py's device: the CPU or the test accelerator."""
-    if args.device == "cpu":
-        return {"DEVICE": "cpu"}
+    if args.device in ("cpu", "cuda"):
+        return {"DEVICE": args.device}
     lib = os.path.join(os.path.dirname(os.path.abspath(args.lib)), "libacc_testdev.so")
     return {"DEVICE": "testdev", "TESTDEV_LIB": lib}
 
@@ -276,9 +276,9 @@ def main(argv):
                              "instead of each one's repeats back to back; steadier ratios on a busy machine")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds allowed per run (default 1800)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
-    parser.add_argument("--device", choices=("cpu", "testdev"), default="cpu",
-                        help="for tests/scripts/device_train.py: train on the CPU or on the test accelerator "
-                             "(build/lib/libacc_testdev.so); see bench/device_overhead.py")
+    parser.add_argument("--device", choices=("cpu", "testdev", "cuda"), default="cpu",
+                        help="for tests/scripts/device_train.py: train on the CPU, on the test accelerator "
+                             "(build/lib/libacc_testdev.so) or on CUDA; see bench/device_overhead.py")
     args = parser.parse_args(argv)
 
     try:

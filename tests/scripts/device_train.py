@@ -2,8 +2,9 @@
 accelerator (tests/accelerator): the accelerator tests' model.
 
 Options (environment, so the script never changes between runs):
-  DEVICE        cpu (default) or testdev: the test accelerator, loaded from
-                TESTDEV_LIB (its device is "privateuseone" on torch 1.13)
+  DEVICE        cpu (default), testdev: the test accelerator, loaded from
+                TESTDEV_LIB (its device is "privateuseone" on torch 1.13),
+                or any device torch knows (cuda)
   STEPS         training steps (default 3)
   LAYERS        hidden Linear+GELU blocks (default 2): more layers, more ops
   WIDTH         hidden width (default 64) and BATCH rows (default 32)
