@@ -300,11 +300,13 @@ at::Tensor checksumOf(const at::Tensor& flat) {
   for (int64_t begin = 0; begin < n; begin += kChecksumChunk) {
     const int64_t len = std::min(kChecksumChunk, n - begin);
     at::Tensor weights = checksumWeights(flat.device(), len);
-    // Out of place: for 8-byte dtypes the integer view shares the caller's
-    // memory. Wrapping int64 arithmetic is the checksum's mod 2^64.
-    at::Tensor chunk = bits.narrow(0, begin, len);
-    at::Tensor part = at::mul(chunk, weights).sum();  // int64 by type promotion
-    if (begin > 0) part = part.add(chunk.sum(at::kLong).mul(2 * begin));
+    // Widened into a copy of its own (for 8-byte dtypes the integer view
+    // shares the caller's memory), then weighed in place: one int64
+    // temporary. Wrapping int64 arithmetic is the checksum's mod 2^64.
+    at::Tensor chunk = bits.narrow(0, begin, len).to(at::kLong, /*non_blocking=*/false, /*copy=*/true);
+    at::Tensor plain_sum = begin > 0 ? chunk.sum() : at::Tensor();
+    at::Tensor part = chunk.mul_(weights).sum();
+    if (begin > 0) part = part.add(plain_sum.mul(2 * begin));
     sum = sum.defined() ? sum.add(part) : part;
   }
   return sum;

@@ -247,15 +247,21 @@ c10::IValue toDevice(const c10::IValue& v) {
 // Every other op: ATen's CPU kernel run in place on the device's memory (it
 // is host memory), its results handed back as device tensors over the same
 // memory: no copies, so a kernel here costs what it costs on the CPU. Ops
-// with lists of optional tensors (index) and out= ops (whose outputs the
-// kernel may resize, which borrowed memory cannot) take ATen's copying
-// fallback.
+// with lists of optional tensors (index) take ATen's copying fallback, and
+// so do out= ops whose output must grow (borrowed memory cannot): an empty
+// output (what composite ops pass) is known to; another that must grow
+// fails before writing anything and is run again (rare: a c10::Error is
+// expensive).
 void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   KernelScope scope;
   const auto& schema = op.schema();
-  for (const auto& a : schema.arguments()) {
-    const bool out = a.alias_info() != nullptr && a.alias_info()->isWrite() && a.name() != "self";
-    if (out || a.type()->str() == "Tensor?[]") {
+  const size_t count = schema.arguments().size();
+  for (size_t i = 0; i < count; ++i) {
+    const auto& a = schema.arguments()[i];
+    const c10::IValue& v = (*stack)[stack->size() - count + i];
+    const bool empty_out = a.alias_info() != nullptr && a.alias_info()->isWrite() && v.isTensor() &&
+                           v.toTensor().defined() && v.toTensor().numel() == 0;
+    if (empty_out || a.type()->str() == "Tensor?[]") {
       at::native::cpu_fallback(op, stack);
       return;
     }
@@ -265,7 +271,15 @@ void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   std::vector<c10::IValue> original(stack->begin() + static_cast<std::ptrdiff_t>(first), stack->end());
   bool any = false;
   for (size_t i = first; i < stack->size(); ++i) (*stack)[i] = toHost((*stack)[i], any);
-  op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+  try {
+    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+  } catch (const c10::Error& e) {
+    if (std::string(e.what()).find("not resizable") == std::string::npos) throw;
+    stack->resize(first);
+    stack->insert(stack->end(), original.begin(), original.end());
+    at::native::cpu_fallback(op, stack);
+    return;
+  }
   const size_t returns = schema.returns().size();
   for (size_t r = 0; r < returns; ++r) {
     c10::IValue& value = (*stack)[stack->size() - returns + r];
