@@ -49,7 +49,10 @@ mount_into() { # chroot
   mountpoint -q "$dir/proc" || { mount -t proc proc "$dir/proc"; mounted+=("$dir/proc"); }
   mountpoint -q "$dir/dev" || { mount --bind /dev "$dir/dev"; mounted+=("$dir/dev"); }
   mountpoint -q "$dir/dev/shm" || { mount -t tmpfs -o size=4g tmpfs "$dir/dev/shm"; mounted+=("$dir/dev/shm"); }
-  mountpoint -q "$dir/src" || { mount --bind "$src" "$dir/src"; mounted+=("$dir/src"); }
+  # Always this source tree, even if an earlier run left another mounted.
+  mountpoint -q "$dir/src" && umount -l "$dir/src"
+  mount --bind "$src" "$dir/src"
+  mounted+=("$dir/src")
 }
 
 unmount_from() {
