@@ -2,7 +2,6 @@
 
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
-#include <cstdint>
 #include <algorithm>
 #include <atomic>
 #include <cstdint>

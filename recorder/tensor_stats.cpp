@@ -263,32 +263,45 @@ at::Tensor checksumWeights(const at::Device& device, int64_t len) {
   return w.narrow(0, 0, len);
 }
 
-at::Tensor blockSum(const at::Tensor& flat, at::ScalarType accumulate) {
+// A flat tensor as its whole blocks of kSumBlock elements ([k, kSumBlock])
+// and the tail that fills no block; either may be empty.
+struct Blocks {
+  at::Tensor whole, tail;
+};
+
+Blocks splitBlocks(const at::Tensor& flat) {
   const int64_t n = flat.numel();
   const int64_t whole = n - n % kSumBlock;
-  at::Tensor total = at::zeros({}, flat.options().dtype(at::kDouble));
-  if (whole > 0) {
-    at::Tensor blocks = flat.narrow(0, 0, whole).view({-1, kSumBlock}).sum(1, false, accumulate);
-    total = total.add(blocks.sum(at::kDouble));
-  }
-  if (whole < n) total = total.add(flat.narrow(0, whole, n - whole).sum(at::kDouble));
+  return {flat.narrow(0, 0, whole).view({-1, kSumBlock}), flat.narrow(0, whole, n - whole)};
+}
+
+// The sum of two partial results, either of which may be undefined: no
+// kernel is spent on a zero to start from.
+at::Tensor plus(const at::Tensor& a, const at::Tensor& b) {
+  if (!a.defined()) return b;
+  return b.defined() ? a.add(b) : a;
+}
+
+at::Tensor blockSum(const at::Tensor& flat, at::ScalarType accumulate) {
+  const Blocks b = splitBlocks(flat);
+  at::Tensor total;
+  if (b.whole.numel() > 0) total = b.whole.sum(1, false, accumulate).sum(at::kDouble);
+  if (b.tail.numel() > 0) total = plus(total, b.tail.sum(at::kDouble));
   return total;
 }
 
 // The L2 norm the same way: block norms in the accumulation precision,
 // their squares summed in float64.
 at::Tensor blockNorm(const at::Tensor& flat, at::ScalarType accumulate) {
-  const int64_t n = flat.numel();
-  const int64_t whole = n - n % kSumBlock;
-  at::Tensor squares = at::zeros({}, flat.options().dtype(at::kDouble));
-  if (whole > 0) {
-    at::Tensor blocks = flat.narrow(0, 0, whole).view({-1, kSumBlock});
-    at::Tensor norms = at::linalg_vector_norm(blocks, 2, at::IntArrayRef{1}, false, accumulate).to(at::kDouble);
-    squares = squares.add(norms.mul(norms).sum());
+  const Blocks b = splitBlocks(flat);
+  at::Tensor squares;
+  if (b.whole.numel() > 0) {
+    at::Tensor norms = at::linalg_vector_norm(b.whole, 2, at::IntArrayRef{1}, false, accumulate).to(at::kDouble);
+    squares = norms.mul(norms).sum();
   }
-  if (whole < n) {
-    at::Tensor tail = at::linalg_vector_norm(flat.narrow(0, whole, n - whole), 2, {}, false, accumulate);
-    squares = squares.add(tail.to(at::kDouble).square());
+  if (b.tail.numel() > 0) {
+    at::Tensor tail = at::linalg_vector_norm(b.tail, 2, {}, false, accumulate).to(at::kDouble);
+    squares = plus(squares, tail.mul(tail));
   }
   return squares.sqrt();
 }
@@ -307,7 +320,7 @@ at::Tensor checksumOf(const at::Tensor& flat) {
     at::Tensor plain_sum = begin > 0 ? chunk.sum() : at::Tensor();
     at::Tensor part = chunk.mul_(weights).sum();
     if (begin > 0) part = part.add(plain_sum.mul(2 * begin));
-    sum = sum.defined() ? sum.add(part) : part;
+    sum = plus(sum, part);
   }
   return sum;
 }

@@ -12,7 +12,6 @@
 #include <cmath>
 #include <map>
 #include <memory>
-#include <sstream>
 
 #include "tests/e2e/harness.h"
 
@@ -27,16 +26,6 @@ Env onDevice(Env env = {}) {
   env["DEVICE"] = "testdev";
   env["TESTDEV_LIB"] = ACC_TESTDEV_LIB;
   return env;
-}
-
-// The "step N loss X" parts of a run's step lines (without their times).
-std::vector<std::string> losses(const std::string& out) {
-  std::vector<std::string> lines;
-  std::istringstream in(out);
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("step ", 0) == 0) lines.push_back(line.substr(0, line.find(" time ")));
-  }
-  return lines;
 }
 
 nlohmann::json counters(const std::string& out) {
@@ -70,8 +59,8 @@ TEST(Accelerator, DeviceRunMatchesCpuRunBitForBit) {
   RunResult dev = runPythonPlain(script(), onDevice());
   ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
   ASSERT_EQ(dev.exit_code, 0) << dev.err;
-  EXPECT_EQ(losses(cpu.out).size(), 3u);
-  EXPECT_EQ(losses(cpu.out), losses(dev.out));
+  EXPECT_EQ(lossLines(cpu.out).size(), 3u);
+  EXPECT_EQ(lossLines(cpu.out), lossLines(dev.out));
 }
 
 TEST(Accelerator, RecordedLossesAreBitIdentical) {
@@ -79,7 +68,7 @@ TEST(Accelerator, RecordedLossesAreBitIdentical) {
   for (const char* level : {"0", "1", "2"}) {
     const Recorded& r = *recorded(onDevice({{"ACC_LEVEL", level}}));
     ASSERT_EQ(r.result.exit_code, 0) << r.result.err;
-    EXPECT_EQ(losses(r.result.out), losses(plain.out)) << "level " << level;
+    EXPECT_EQ(lossLines(r.result.out), lossLines(plain.out)) << "level " << level;
   }
 }
 
@@ -257,7 +246,7 @@ TEST(Accelerator, StagingBuffersCountAgainstTheQueueBudget) {
   TempDir dir;
   RunResult r = recordPython(script(), dir.path(), env);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(losses(r.out), losses(plain.out));
+  EXPECT_EQ(lossLines(r.out), lossLines(plain.out));
   Recording rec = readRank(dir / "rank0");
   const auto& counts = rec.manifest["counts"];
   EXPECT_GT(counts["dropped"].get<uint64_t>(), 0u) << counts.dump();

@@ -208,15 +208,11 @@ at::Tensor deviceAlias(const at::Tensor& t) {
       t.options().device(c10::Device(kType, 0)), c10::Device(kType, 0));
 }
 
-c10::IValue toHost(const c10::IValue& v, bool& any) {
-  if (v.isTensor() && onDevice(v.toTensor())) {
-    any = true;
-    return hostAlias(v.toTensor());
-  }
-  if (v.isDevice() && v.toDevice().type() == kType) {
-    any = true;
-    return c10::IValue(c10::Device(at::kCPU));
-  }
+// An argument as the CPU kernel takes it: device tensors (alone or in a
+// list) as CPU aliases of their memory, this device as the CPU.
+c10::IValue toHost(const c10::IValue& v) {
+  if (v.isTensor() && onDevice(v.toTensor())) return hostAlias(v.toTensor());
+  if (v.isDevice() && v.toDevice().type() == kType) return c10::IValue(c10::Device(at::kCPU));
   if (v.isTensorList()) {
     std::vector<at::Tensor> list = v.toTensorVector();
     bool here = false;
@@ -226,12 +222,12 @@ c10::IValue toHost(const c10::IValue& v, bool& any) {
         here = true;
       }
     }
-    any |= here;
     return here ? c10::IValue(list) : v;
   }
   return v;
 }
 
+// A result as the caller expects it: on this device, over the same memory.
 c10::IValue toDevice(const c10::IValue& v) {
   if (v.isTensor() && v.toTensor().defined() && v.toTensor().is_cpu()) return deviceAlias(v.toTensor());
   if (v.isTensorList()) {
@@ -255,10 +251,11 @@ c10::IValue toDevice(const c10::IValue& v) {
 void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   KernelScope scope;
   const auto& schema = op.schema();
-  const size_t count = schema.arguments().size();
-  for (size_t i = 0; i < count; ++i) {
+  const size_t args = schema.arguments().size();
+  const size_t first = stack->size() - args;
+  for (size_t i = 0; i < args; ++i) {
     const auto& a = schema.arguments()[i];
-    const c10::IValue& v = (*stack)[stack->size() - count + i];
+    const c10::IValue& v = (*stack)[first + i];
     const bool empty_out = a.alias_info() != nullptr && a.alias_info()->isWrite() && v.isTensor() &&
                            v.toTensor().defined() && v.toTensor().numel() == 0;
     if (empty_out || a.type()->str() == "Tensor?[]") {
@@ -266,11 +263,8 @@ void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
       return;
     }
   }
-  const size_t args = schema.arguments().size();
-  const size_t first = stack->size() - args;
   std::vector<c10::IValue> original(stack->begin() + static_cast<std::ptrdiff_t>(first), stack->end());
-  bool any = false;
-  for (size_t i = first; i < stack->size(); ++i) (*stack)[i] = toHost((*stack)[i], any);
+  for (size_t i = first; i < stack->size(); ++i) (*stack)[i] = toHost((*stack)[i]);
   try {
     op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
   } catch (const c10::Error& e) {

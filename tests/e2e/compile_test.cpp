@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <set>
-#include <sstream>
 
 #include "tests/e2e/harness.h"
 
@@ -16,15 +15,6 @@ bool hasCompile() {
       run({{python(), "-c", "import torch, sys; sys.exit(0 if hasattr(torch, 'compile') else 1)"}, {}, "", false, ""})
           .exit_code == 0;
   return yes;
-}
-
-std::vector<std::string> lossLines(const std::string& out) {
-  std::vector<std::string> lines;
-  std::istringstream in(out);
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("step ", 0) == 0) lines.push_back(line);
-  }
-  return lines;
 }
 
 std::vector<const format::OpRecord*> inStep(const Recording& rec, int64_t step) {

@@ -29,6 +29,19 @@ std::string readFile(const std::string& path) {
 
 bool exists(const std::string& path) { return fs::exists(path); }
 
+std::vector<std::string> lossLines(const std::string& out) {
+  std::vector<std::string> lines;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("step ", 0) == 0) lines.push_back(line.substr(0, line.find(" time ")));
+  }
+  return lines;
+}
+
+std::string majorMinor(const std::string& version) {
+  return version.substr(0, version.find('.', version.find('.') + 1));
+}
+
 RunResult run(const Command& command) {
   TempDir io;
   const std::string out_path = io / "stdout", err_path = io / "stderr";

@@ -73,4 +73,11 @@ Recording readRank(const std::string& rank_dir);
 std::string readFile(const std::string& path);
 bool exists(const std::string& path);
 
+// The "step N loss X" lines a training script printed, without the step's
+// " time T" where it prints one: what must be bit-identical between runs.
+std::vector<std::string> lossLines(const std::string& out);
+
+// "2.6" of "2.6.0+debian": torch versions as the tests compare them.
+std::string majorMinor(const std::string& version);
+
 }  // namespace acc::test

@@ -341,7 +341,6 @@ TEST(Recording, ManifestDescribesTheRun) {
   const std::string python_version =
       run({{python(), "-c", "import torch; print(torch.__version__)"}, {}, "", false, ""}).out;
   const std::string recorded = j["torch_version"].get<std::string>();
-  const auto majorMinor = [](const std::string& v) { return v.substr(0, v.find('.', v.find('.') + 1)); };
   EXPECT_EQ(majorMinor(recorded), majorMinor(python_version)) << recorded << " vs " << python_version;
   EXPECT_EQ(j["config"]["level"], 1);
   EXPECT_FALSE(j["end_time"].is_null());
