@@ -63,19 +63,18 @@ Writer::Writer(const std::string& path, const env::Config& config, std::function
 Writer::~Writer() { stop(); }
 
 bool Writer::submit(std::unique_ptr<std::string> record) {
-  const bool op = isOpRecord(*record);
   auto item = std::make_unique<QueuedRecord>();
   item->bytes = std::move(*record);
-  return push(std::move(item), op);
+  return push(std::move(item));
 }
 
 bool Writer::submit(std::unique_ptr<InFlightRecord> record) {
   auto item = std::make_unique<QueuedRecord>();
   item->in_flight = std::move(record);
-  return push(std::move(item), true);
+  return push(std::move(item));
 }
 
-bool Writer::push(std::unique_ptr<QueuedRecord> item, bool op) {
+bool Writer::push(std::unique_ptr<QueuedRecord> item) {
   // stop() waits for submitters to leave before its last drain, so a record
   // is either written or counted as dropped, never lost in between.
   // Sequentially consistent: stop() stores stopping_ then reads submitting_,
@@ -91,7 +90,12 @@ bool Writer::push(std::unique_ptr<QueuedRecord> item, bool op) {
     std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
   submitting_.fetch_sub(1, std::memory_order_acq_rel);
-  if (!queued) (op ? dropped_ : others_lost_).fetch_add(1, std::memory_order_relaxed);
+  // A record that was not queued is still here: only then is it read to
+  // tell op records (counted as dropped) from stack records.
+  if (!queued) {
+    const bool op = item->in_flight || isOpRecord(item->bytes);
+    (op ? dropped_ : others_lost_).fetch_add(1, std::memory_order_relaxed);
+  }
   return queued;
 }
 

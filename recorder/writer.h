@@ -54,7 +54,7 @@ class Writer {
   std::string ioError() const;
 
  private:
-  bool push(std::unique_ptr<QueuedRecord> item, bool op);
+  bool push(std::unique_ptr<QueuedRecord> item);
   void run();
   bool settle(QueuedRecord& item, bool stopping);
   void add(const std::string& item);
