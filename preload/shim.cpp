@@ -156,6 +156,9 @@ void* openFromCallerPath(const char* file, int flags, void* caller) {
 // here, before the interpreter's main runs. Invalid configurations are
 // reported later, once, when torch loads.
 void applyEager() {
+  // Every process under LD_PRELOAD (shells, compilers) comes here: the
+  // whole configuration is parsed only when ACC_EAGER is set at all.
+  if (std::getenv("ACC_EAGER") == nullptr) return;
   acc::env::ParseResult parsed = acc::env::parseProcessEnvironment();
   if (!parsed.ok() || !parsed.config.enabled || !parsed.config.eager) return;
   setenv("TORCH_COMPILE_DISABLE", "1", 1);
