@@ -12,6 +12,7 @@ constexpr int kExitInput = 2;  // usage or input error
 
 int listCommand(const std::vector<std::string>& args);
 int compareCommand(const std::vector<std::string>& args);
+int checkCommand(const std::vector<std::string>& args);
 int showCommand(const std::vector<std::string>& args);
 int exportCommand(const std::vector<std::string>& args);
 

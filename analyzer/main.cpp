@@ -17,11 +17,14 @@ constexpr const char* kUsage =
     "commands:\n"
     "  list DIR [--json] [--stacks]   records in execution order\n"
     "  compare DIR0 DIR1 [-o OUT]     the op where DIR1 starts to differ from DIR0\n"
+    "  check DIR [-o OUT]             ops whose kernel does not reproduce its own\n"
+    "                                 output when run again on the CPU (level 2)\n"
     "  show DIR NAME [--json]         one record: tensors, statistics, stack\n"
     "  export DIR -o OUT              tensor data as .npy files (level 2)\n"
     "\n"
     "`acc-analyzer COMMAND --help` describes one command.\n"
-    "Exit codes: 0 success, 1 divergence found (compare), 2 usage or input error.\n";
+    "Exit codes: 0 success, 1 divergence found (compare) or a wrong kernel (check),\n"
+    "2 usage or input error.\n";
 
 }  // namespace
 
@@ -43,6 +46,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 2, argv + argc);
   if (command == "list") return acc::analyzer::listCommand(args);
   if (command == "compare") return acc::analyzer::compareCommand(args);
+  if (command == "check") return acc::analyzer::checkCommand(args);
   if (command == "show") return acc::analyzer::showCommand(args);
   if (command == "export") return acc::analyzer::exportCommand(args);
   std::cerr << "acc-analyzer: unknown command '" << command << "'\n" << kUsage;

@@ -108,6 +108,18 @@ format::OpRecord RawRecord::decodeOp(bool with_data, const FrameInflater& inflat
   return r;
 }
 
+void RawRecord::loadData(format::OpRecord& earlier) const {
+  for (format::Tensor& t : earlier.tensors) {
+    if (!t.has_data || !t.data_in_stream || !t.data.empty()) continue;
+    t.data.resize(t.data_size);
+    if (t.data_size != 0 && !file_.readData(t.data_offset, t.data_size, t.data.data())) {
+      t.has_data = false;
+      t.data.clear();
+      ++damage_.missing_data;
+    }
+  }
+}
+
 ReadDamage forEachRecord(const std::string& file, const std::function<void(const RawRecord&)>& visit) {
   std::unique_ptr<format::FrameReader> opened;
   try {

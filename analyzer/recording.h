@@ -62,6 +62,11 @@ class RawRecord {
   // thread), straight into the tensor's buffer.
   format::OpRecord decodeOp(bool with_data, const FrameInflater& inflate = {}) const;
 
+  // Loads the tensor bytes of `earlier`, a record of the same file met before
+  // this one and decoded without data (its data frames are behind us).
+  // Tensors whose bytes cannot be read lose has_data, as in decodeOp().
+  void loadData(format::OpRecord& earlier) const;
+
   const format::RecordKind kind;
   const std::string_view body;
 

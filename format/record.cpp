@@ -49,6 +49,9 @@ Stats decodeStats(ByteReader& r) {
 // kDataInStream and writes only their size, and kUninitialized.
 constexpr uint8_t kHasStats = 1, kHasData = 2, kDataInStream = 4, kUninitialized = 8;
 
+// v3: an op record may end with a tail: flags saying which fields follow.
+constexpr uint64_t kTailOverload = 1;
+
 void encodeTensor(const Tensor& t, ByteWriter& w) {
   w.u8(static_cast<uint8_t>(t.role));
   w.varint(t.position);
@@ -165,6 +168,11 @@ void encode(const OpRecord& r, std::string& out) {
   }
   w.varint(r.tensors.size());
   for (const Tensor& t : r.tensors) encodeTensor(t, w);
+  // v3 tail: what older records lack (they end after their tensors).
+  if (r.has_overload) {
+    w.varint(kTailOverload);
+    w.str(r.overload);
+  }
   frameRecord(RecordKind::Op, body, out);
 }
 
@@ -254,6 +262,12 @@ OpRecord decodeOp(std::string_view body, bool with_data, uint64_t data_offset) {
   }
   uint64_t ntensors = r.varint();
   for (uint64_t i = 0; i < ntensors; ++i) o.tensors.push_back(decodeTensor(r, with_data, data_offset));
+  if (!r.done()) {
+    uint64_t tail = r.varint();
+    if (tail == 0 || (tail & ~kTailOverload)) throw FormatError("unknown op record tail flags");
+    o.has_overload = (tail & kTailOverload) != 0;
+    if (o.has_overload) o.overload = r.str();
+  }
   if (!r.done()) throw FormatError("op record has trailing bytes");
   return o;
 }

@@ -10,7 +10,7 @@ namespace acc::format {
 
 // Bumped whenever the encoding of a record changes; readers refuse newer ones
 // and still read every older one (docs/FORMAT.md, "Version history").
-constexpr uint16_t kFormatVersion = 2;
+constexpr uint16_t kFormatVersion = 3;
 
 enum class Dtype : uint8_t {
   Unknown = 0, Bool, UInt8, Int8, Int16, Int32, Int64,
@@ -77,6 +77,10 @@ struct OpRecord {
   uint64_t start_ns = 0, end_ns = 0;
   std::vector<Scalar> scalars;
   std::vector<Tensor> tensors;
+  // v3, level 2: the schema's overload name ("Tensor", "out"; "" is the
+  // default overload), what replay needs to find the exact kernel again.
+  bool has_overload = false;
+  std::string overload;
 
   uint64_t dataSize() const;  // bytes of all tensors' recorded data
 };

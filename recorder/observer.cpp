@@ -239,6 +239,14 @@ void startForward(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
   }
   ctx.record = newRecord(s, std::move(name), std::move(op), Pass::Forward, n, step);
   ctx.record->sequence_nr = fn.seqNr();
+  if (s.config().level >= 2) {
+    // Replay (replay/) needs the exact overload; its lookup copies two
+    // strings, so only level 2, which records the data replay needs too.
+    if (auto name = fn.operator_name()) {
+      ctx.record->has_overload = true;
+      ctx.record->overload = name->overload_name;
+    }
+  }
   // Inputs are read now, before an in-place op overwrites them.
   if (s.config().inputs) captureAll(s, fn.inputs(), Role::Input, *ctx.record);
 }

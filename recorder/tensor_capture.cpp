@@ -1,6 +1,7 @@
 #include "recorder/tensor_capture.h"
 
 #include <cstdint>
+#include <cmath>
 #include <cstring>
 #include <sstream>
 
@@ -11,11 +12,18 @@
 namespace acc::recorder {
 namespace {
 
+// 17 significant digits, and always recognisable as a float ("1.0", not
+// "1"): replay passes a Scalar argument as the type it had, which decides
+// type promotion (an int tensor plus 1 stays int, plus 1.0 does not).
 std::string doubleText(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   std::ostringstream s;
   s.precision(17);
   s << v;
-  return s.str();
+  std::string text = s.str();
+  if (text.find_first_of(".e") == std::string::npos) text += ".0";
+  return text;
 }
 
 // Text of a non-tensor argument; empty for values that are not recorded.
@@ -120,6 +128,8 @@ void captureValue(const c10::IValue& value, format::Role role, uint32_t position
   } else if (value.isTensorList()) {
     uint32_t item = 0;
     for (const at::Tensor& t : value.toTensorVector()) add(t, item++);
+    // An empty list leaves no tensor behind: say so, for replay.
+    if (item == 0 && role == format::Role::Input) record.scalars.push_back({position, "[]"});
   } else if (value.isList() && !value.isIntList() && !value.isDoubleList() && !value.isBoolList()) {
     uint32_t item = 0;
     for (const c10::IValue& element : value.toListRef()) {

@@ -199,25 +199,6 @@ at::ScalarType sameWidthInteger(size_t bytes) {
 
 }  // namespace
 
-format::Dtype dtypeOf(at::ScalarType type) {
-  using D = format::Dtype;
-  switch (type) {
-    case at::kBool: return D::Bool;
-    case at::kByte: return D::UInt8;
-    case at::kChar: return D::Int8;
-    case at::kShort: return D::Int16;
-    case at::kInt: return D::Int32;
-    case at::kLong: return D::Int64;
-    case at::kHalf: return D::Float16;
-    case at::kBFloat16: return D::BFloat16;
-    case at::kFloat: return D::Float32;
-    case at::kDouble: return D::Float64;
-    case at::kComplexFloat: return D::Complex64;
-    case at::kComplexDouble: return D::Complex128;
-    default: return D::Unknown;
-  }
-}
-
 format::Stats tensorStatsFused(const at::Tensor& cpu_tensor) {
   at::Tensor t = cpu_tensor.is_complex() ? at::view_as_real(cpu_tensor) : cpu_tensor;
   t = t.contiguous();

@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 
 #include "format/record.h"
+#include "recorder/dtypes.h"
 
 namespace acc::recorder {
 
@@ -24,7 +25,5 @@ constexpr int64_t kDeviceStatsSize = 7;
 at::Tensor deviceStats(const at::Tensor& t);
 // Reads such a buffer once it is on the host.
 format::Stats statsFromBuffer(const at::Tensor& host);
-
-format::Dtype dtypeOf(at::ScalarType type);
 
 }  // namespace acc::recorder

@@ -15,6 +15,12 @@ std::string metric(const TensorMetrics& m, double v) {
   return numberText(v, "%.9g");
 }
 
+std::string replayText(const ReplayCheck& c) {
+  std::string s = replayStateName(c.state);
+  if (c.state == ReplayState::NotReplayable && !c.reason.empty()) s += ": " + c.reason;
+  return s;
+}
+
 }  // namespace
 
 const std::vector<Column>& reportColumns() {
@@ -32,7 +38,7 @@ const std::vector<Column>& reportColumns() {
       {"within_5e3", ColumnType::Number},  {"max_ulp", ColumnType::Number},
       {"nan_mismatch", ColumnType::Integer}, {"inf_mismatch", ColumnType::Integer},
       {"verdict", ColumnType::Text},       {"origin", ColumnType::Text},
-      {"mismatch", ColumnType::Text},
+      {"replay", ColumnType::Text},        {"mismatch", ColumnType::Text},
   };
   return columns;
 }
@@ -66,6 +72,7 @@ std::vector<std::string> reportRow(const RecordComparison& r, const TensorPair& 
       m.compared ? std::to_string(m.inf_mismatch) : "",
       verdictName(p.verdict),
       r.origin ? "yes" : "",
+      replayText(r.replay),
       m.mismatch,
   };
 }

@@ -23,7 +23,7 @@ struct Column {
 
 // index,name,op,pass,step,rank,role,position,item,dtype0,dtype1,shape0,shape1,
 // cosine,max_abs,max_rel,mean_abs,rmse,rel_l2,within_1e3,within_5e3,max_ulp,
-// nan_mismatch,inf_mismatch,verdict,origin,mismatch
+// nan_mismatch,inf_mismatch,verdict,origin,replay,mismatch
 const std::vector<Column>& reportColumns();
 
 // The cells of one row, in reportColumns() order, as text:
@@ -33,6 +33,8 @@ const std::vector<Column>& reportColumns();
 //   metric cells are empty when the pair was not compared (see `mismatch`).
 // - Integer cells: decimal.
 // - origin: "yes" on every tensor of an origin record, else "".
+// - replay: what replaying the record said (confirmed, amplifies,
+//   reproduced, "not replayable: why"), empty when it was not replayed.
 // - verdict: "pass", "warn" or "fail".
 std::vector<std::string> reportRow(const RecordComparison& record, const TensorPair& pair);
 

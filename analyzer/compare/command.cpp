@@ -21,6 +21,7 @@
 #include "analyzer/recording.h"
 #include "analyzer/report_html.h"
 #include "analyzer/report_xlsx.h"
+#include "replay/pool.h"
 
 namespace acc::analyzer {
 namespace {
@@ -34,9 +35,12 @@ constexpr const char* kUsage =
     "Records are matched by name within step and rank; where the op sequences\n"
     "differ (extra, missing or fused ops) the rest is aligned on (op, pass,\n"
     "shapes). Level-2 recordings are compared element by element, level-1 ones\n"
-    "on their statistics. A record is an ORIGIN when its outputs fail while\n"
-    "its inputs carry at most 1/FACTOR of that error: it adds the error rather\n"
-    "than inheriting it. docs/METRICS.md defines every metric and threshold.\n"
+    "on their statistics. A record is a candidate ORIGIN when its outputs fail\n"
+    "while its inputs carry at most 1/FACTOR of that error. At level 2 each\n"
+    "candidate is then run again on the CPU on its own recorded inputs\n"
+    "(acc-replay): it stays an origin only when DIR1's kernel does not\n"
+    "reproduce its own output; otherwise it amplifies its inputs' error.\n"
+    "docs/METRICS.md defines every metric, threshold and rule.\n"
     "\n"
     "Output, in OUT (default ./acc_compare): summary.json, report.csv,\n"
     "report.xlsx, report.html (one row per tensor pair, execution order).\n"
@@ -72,13 +76,17 @@ constexpr const char* kUsage =
     "  --small V              zero guard of relative errors (bf16 2^-8, fp16\n"
     "                         2^-11, fp32 2^-14, fp64 2^-30, int 1)\n"
     "  --origin-factor F      origin when output error > F x input error (10)\n"
+    "  --no-replay            do not replay candidate origins (level 2)\n"
+    "  --replay-limit N       replay at most N candidates per rank (1000)\n"
     "\n"
     "  --threads N            metric threads (default: one per core)\n"
     "  --memory-mb N          tensor data held at once (default 512)\n"
     "  -h, --help             this text\n"
     "\n"
-    "Exit codes: 0 no divergence (every record passes or warns); 1 divergence\n"
-    "found (a record fails); 2 usage or input error: missing directory, damaged\n"
+    "Exit codes: 0 no divergence (every record passes or warns, or the first\n"
+    "failing record only amplifies rounding and no origin is found); 1\n"
+    "divergence found (an origin, or failing records nothing explains); 2 usage\n"
+    "or input error: missing directory, damaged\n"
     "records file (reported in one line; the readable records are compared and\n"
     "the reports written).\n";
 
@@ -110,6 +118,38 @@ std::string pairLine(const TensorPair& p) {
   return s;
 }
 
+// What replay said about a candidate origin, and for level-1 candidates how
+// to confirm them; one or two lines, indented.
+std::string replayLines(const RecordComparison& r) {
+  const ReplayCheck& c = r.replay;
+  std::string s;
+  switch (c.state) {
+    case ReplayState::NotTried:
+      s = r.rerecord.empty() ? "not replayed (--no-replay)" : "not replayed: recorded with statistics only";
+      break;
+    case ReplayState::NotReplayable:
+      s = "not confirmed by replay (" + c.reason + "): named by the ratio rule";
+      break;
+    case ReplayState::MayAmplify:
+      s = "may amplify: it " + c.reason;
+      break;
+    case ReplayState::Confirmed:
+      s = "confirmed by replay: DIR1's output is " + num(c.error1) + " off the float64 replay of its own inputs " +
+          "(tolerance " + num(c.tolerance) + "; DIR0's: " + num(c.error0) + ")";
+      break;
+    case ReplayState::Amplifies:
+    case ReplayState::Reproduced:
+      s = "replay reproduces it: DIR1's output is " + num(c.error1) + " off the float64 replay of its own inputs " +
+          "(tolerance " + num(c.tolerance) + "; DIR0's: " + num(c.error0) + "): the op amplifies its inputs' error";
+      break;
+  }
+  s = "    " + s + "\n";
+  if (!r.rerecord.empty()) {
+    s += "    confirm by replay: record both runs again with " + r.rerecord + " and compare them\n";
+  }
+  return s;
+}
+
 // The short verdict on the terminal.
 void printVerdict(const CompareResult& r, const CompareCounts& c, const std::vector<std::string>& reports) {
   const RecordComparison* first = firstDivergence(r);
@@ -125,6 +165,7 @@ void printVerdict(const CompareResult& r, const CompareCounts& c, const std::vec
     }
     o << "    adds the error: outputs carry " << num(first->output_error) << ", inputs "
       << num(first->input_error) << "\n";
+    o << replayLines(*first);
     if (!first->location.empty()) o << "    at " << first->location << "\n";
     if (r.origins.size() > 1) {
       o << "  later origins:";
@@ -136,6 +177,15 @@ void printVerdict(const CompareResult& r, const CompareCounts& c, const std::vec
       if (r.origins.size() > 6) o << " and " << (r.origins.size() - 6) << " more";
       o << "\n";
     }
+  } else if (endingOf(r) == Ending::Drift) {
+    const bool amplifies = first->replay.state == ReplayState::Amplifies || first->replay.state == ReplayState::MayAmplify;
+    o << "acc-analyzer compare: no origin: the runs drift apart by rounding "
+      << (amplifies ? "that an op amplifies" : "that grew through the recorded ops") << "; first failing record:\n  "
+      << recordTitle(*first) << "\n";
+    o << "    outputs carry " << num(first->output_error) << ", inputs " << num(first->input_error)
+      << (amplifies ? "" : ", all from earlier records' outputs") << "\n";
+    if (first->replay.state != ReplayState::NotTried) o << replayLines(*first);
+    if (!first->location.empty()) o << "    at " << first->location << "\n";
   } else {
     o << "acc-analyzer compare: DIVERGENCE, no origin among the recorded ops; first failing record:\n  "
       << recordTitle(*first) << "\n";
@@ -154,6 +204,11 @@ void printVerdict(const CompareResult& r, const CompareCounts& c, const std::vec
     }
     if (!first->location.empty()) o << "    at " << first->location << "\n";
   }
+  size_t amplifiers = 0;
+  for (const RecordComparison& rc : r.records) {
+    amplifiers += rc.replay.state == ReplayState::Amplifies || rc.replay.state == ReplayState::MayAmplify;
+  }
+  if (amplifiers) o << "  " << amplifiers << " candidate(s) amplify their inputs' error, not origins (summary.json: amplifiers)\n";
   o << "  " << c.matched << " records compared: " << c.records_pass << " pass, " << c.records_warn << " warn, "
     << c.records_fail << " fail; unmatched: " << c.unmatched0 << " only in DIR0, " << c.unmatched1
     << " only in DIR1\n";
@@ -261,20 +316,16 @@ std::string parse(const std::vector<std::string>& argv, Args& a, bool& help) {
       if (!(err = need(v)).empty()) return err;
       if (!parseDouble(v, x) || x < 1 || x != std::floor(x)) return "--memory-mb: '" + v + "' is not a whole number >= 1";
       a.options.memory_budget = static_cast<uint64_t>(x) << 20;
-    } else if (flag.rfind("--fail-", 0) == 0 || flag.rfind("--warn-", 0) == 0 || flag == "--small") {
-      static const std::pair<const char*, double Limits::*> fields[] = {
-          {"--fail-rel-l2", &Limits::rel_l2_fail},   {"--warn-rel-l2", &Limits::rel_l2_warn},
-          {"--fail-cosine", &Limits::cosine_fail},   {"--warn-cosine", &Limits::cosine_warn},
-          {"--warn-within", &Limits::within_warn},   {"--fail-max-abs", &Limits::max_abs_fail},
-          {"--fail-max-rel", &Limits::max_rel_fail}, {"--fail-ulp", &Limits::max_ulp_fail},
-          {"--small", &Limits::small}};
-      double Limits::*field = nullptr;
-      for (const auto& [name, f] : fields) {
-        if (flag == name) field = f;
-      }
-      if (!field) return "unknown option " + flag;
+    } else if (flag == "--no-replay") {
+      a.options.replay = false;
+    } else if (flag == "--replay-limit") {
+      double x;
       if (!(err = need(v)).empty()) return err;
-      if (!(err = applyOverride(a.options.thresholds, field, v)).empty()) return flag + ": " + err;
+      if (!parseDouble(v, x) || x < 0 || x != std::floor(x)) return "--replay-limit: '" + v + "' is not a whole number >= 0";
+      a.options.replay_limit = static_cast<size_t>(x);
+    } else if (isThresholdFlag(flag)) {
+      if (!(err = need(v)).empty()) return err;
+      if (!(err = applyThresholdFlag(a.options.thresholds, flag, v)).empty()) return err;
     } else if (!flag.empty() && flag[0] == '-') {
       return "unknown option " + flag;
     } else {
@@ -309,6 +360,7 @@ int compareCommand(const std::vector<std::string>& argv) {
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   ProgressReporter progress(stderr);
   a.options.progress = [&](const CompareProgress& p) { progress.update(p); };
+  a.options.replay_binary = replay::defaultWorkerPath();
   CompareResult result;
   try {
     result = compareRecordings(a.options);
@@ -321,7 +373,8 @@ int compareCommand(const std::vector<std::string>& argv) {
   for (const std::string& p : result.problems) std::cerr << "acc-analyzer: " << p << "\n";
 
   const CompareCounts counts = countResult(result);
-  int exit_code = !result.problems.empty() ? kExitInput : counts.records_fail > 0 ? kExitFound : kExitOk;
+  const Ending ending = endingOf(result);
+  int exit_code = !result.problems.empty() ? kExitInput : ending == Ending::Divergence ? kExitFound : kExitOk;
 
   namespace fs = std::filesystem;
   const fs::path out(a.out);

@@ -5,9 +5,11 @@
 #include <cctype>
 #include <chrono>
 #include <map>
+#include <memory>
 #include <thread>
 
 #include "analyzer/compare/align.h"
+#include "analyzer/compare/confirm.h"
 #include "analyzer/compare/origins.h"
 #include "analyzer/compare/scan.h"
 #include "analyzer/compare/stream.h"
@@ -73,6 +75,34 @@ void attachStacks(const ScannedRank& rank, const std::vector<RecordMeta>& metas,
     }
     r.stack0 = stackOf(rank, id);
     r.location = userLocation(r.stack0);
+  }
+}
+
+// Level-1 candidates get the environment that re-records just their region
+// at level 2 in both runs: their step, and the records from kMargin before
+// to kMargin after them (a backward record's forward op included: replay
+// needs what autograd saved), names taken from DIR1.
+void attachRerecord(const std::vector<RecordMeta>& metas, const std::vector<AlignedPair>& pairs,
+                    std::vector<RecordComparison>& records) {
+  constexpr size_t kMargin = 3;
+  for (size_t k = 0; k < records.size(); ++k) {
+    RecordComparison& r = records[k];
+    const bool level1 = std::any_of(r.tensors.begin(), r.tensors.end(), [](const TensorPair& p) {
+      return p.metrics.compared && p.metrics.from_stats && p.verdict == Verdict::Fail;
+    });
+    if (!level1 || !(r.origin || r.replay.state == ReplayState::MayAmplify)) continue;
+    size_t first = pairs[k].i1, last = pairs[k].i1;
+    const RecordMeta& m = metas[last];
+    if (m.pass == format::Pass::Backward) {
+      for (size_t j = last; j-- > 0 && metas[j].step == m.step;) {
+        if (metas[j].name == m.forward_name) first = j;
+      }
+    }
+    size_t from = first, to = last + 1;  // [from, to): names; `to` may be past the step
+    for (size_t n = 0; n < kMargin && from > 0 && metas[from - 1].step == m.step; ++n) --from;
+    for (size_t n = 0; n < kMargin && to < metas.size() && metas[to].step == m.step; ++n) ++to;
+    const std::string end = to < metas.size() && metas[to].step == m.step ? metas[to].name : "";
+    r.rerecord = "ACC_LEVEL=2 ACC_STEPS=" + std::to_string(m.step) + " ACC_OP_RANGE=" + metas[from].name + "," + end;
   }
 }
 
@@ -170,6 +200,7 @@ CompareResult compareRecordings(const CompareOptions& options) {
     progress.comparing_seconds = progress.seconds - pass2_start;
     options.progress(progress);
   };
+  std::unique_ptr<replay::Pool> pool;
   for (RankPlan& plan : plans) {
     std::vector<RecordComparison> records;
     records.reserve(plan.pairs.size());
@@ -186,7 +217,13 @@ CompareResult compareRecordings(const CompareOptions& options) {
     job.tick = tick;
     streamCompare(job, records, counters, result.problems);
     judgeRecords(records, options.thresholds);
+    if (options.replay) {
+      if (!pool) pool = std::make_unique<replay::Pool>(options.replay_binary, threads);
+      confirmByReplay(records, plan.a->rank, plan.b->rank, options.thresholds, *pool, options.replay_limit,
+                      result.notes);
+    }
     attachStacks(*plan.a, plan.a->records, plan.pairs, records);
+    attachRerecord(plan.b->records, plan.pairs, records);
     for (RecordComparison& r : records) {
       result.tensors_compared += std::count_if(r.tensors.begin(), r.tensors.end(),
                                                [](const TensorPair& p) { return p.metrics.compared; });

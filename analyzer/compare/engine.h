@@ -16,6 +16,7 @@ namespace acc::analyzer {
 
 struct CompareProgress {
   bool scanning = true;                      // pass 1 (metadata), then pass 2 (data)
+  const char* action = "comparing";          // pass 2's verb on the progress line
   uint64_t records_scanned = 0;              // pass 1: records read from both sides
   uint64_t records_expected = 0;             // ... according to the manifests (0: unknown)
   uint64_t pairs_done = 0, pairs_total = 0;  // pass 2: matched records compared
@@ -30,6 +31,12 @@ struct CompareOptions {
   std::vector<std::string> op_list;  // compare only ops containing one of these (case-insensitive)
   unsigned threads = 0;               // metric workers; 0: one per core
   uint64_t memory_budget = uint64_t(512) << 20;  // tensor bytes held at once (soft)
+  // Replay (docs/METRICS.md, "Replay"): candidate origins of level-2
+  // comparisons are run again on both sides' recorded inputs by acc-replay
+  // workers (`replay_binary`, "" when absent) and kept only when confirmed.
+  bool replay = true;
+  std::string replay_binary;
+  size_t replay_limit = 1000;  // candidates per rank
   // Called from the calling thread about ten times a second while the
   // tensor data are compared.
   std::function<void(const CompareProgress&)> progress;

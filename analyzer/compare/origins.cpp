@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <set>
@@ -71,6 +72,47 @@ void findUninitialized(std::vector<RecordComparison>& records) {
   }
 }
 
+bool fromStats(const RecordComparison& r) {
+  for (const TensorPair& p : r.tensors) {
+    if (!consumes(r, p) && p.verdict == Verdict::Fail && p.metrics.compared && p.metrics.from_stats) return true;
+  }
+  return false;
+}
+
+// Ops that divide by (or take the root or log of) an input, and which
+// argument: on the tensor's scale they turn the small relative error of small
+// elements into a large one (Adam's addcdiv_ by sqrt(v) + eps).
+int denominatorPosition(const std::string& op) {
+  static const std::pair<const char*, int> kOps[] = {
+      {"div", 1},        {"div_", 1},        {"true_divide", 1}, {"true_divide_", 1}, {"divide", 1},
+      {"divide_", 1},    {"addcdiv", 2},     {"addcdiv_", 2},    {"reciprocal", 0},   {"reciprocal_", 0},
+      {"rsqrt", 0},      {"rsqrt_", 0},      {"sqrt", 0},        {"sqrt_", 0},        {"log", 0},
+      {"log_", 0},       {"log2", 0},        {"log10", 0},       {"_foreach_div", 1}, {"_foreach_div_", 1},
+      {"_foreach_addcdiv", 2}, {"_foreach_addcdiv_", 2}, {"_foreach_sqrt", 0}, {"_foreach_sqrt_", 0}};
+  const std::string base = op.substr(op.rfind(':') == std::string::npos ? 0 : op.rfind(':') + 1);
+  for (const auto& [name, position] : kOps) {
+    if (base == name) return position;
+  }
+  return -1;
+}
+
+// max|x| / min|x| over the reference's values of the denominator argument
+// (infinite when they reach or cross zero); 1 when there is none.
+double denominatorSpread(const RecordComparison& forward) {
+  const int position = denominatorPosition(forward.op);
+  double spread = 1;
+  for (const TensorPair& p : forward.tensors) {
+    if (position < 0 || p.role != format::Role::Input || p.position != static_cast<uint32_t>(position) ||
+        !p.has_stats0) {
+      continue;
+    }
+    const double lo = p.stats0.min > 0 ? p.stats0.min : p.stats0.max < 0 ? -p.stats0.max : 0;
+    const double hi = std::max(std::fabs(p.stats0.min), std::fabs(p.stats0.max));
+    spread = std::max(spread, lo > 0 ? hi / lo : kInf);
+  }
+  return spread;
+}
+
 }  // namespace
 
 bool consumes(const RecordComparison& r, const TensorPair& p) {
@@ -89,11 +131,24 @@ double carriedError(const TensorPair& p) {
 void judgeRecords(std::vector<RecordComparison>& records, const Thresholds& thresholds) {
   findUninitialized(records);
   std::map<std::pair<int64_t, std::string>, size_t> forward;  // (step, name) -> record
+  // Contents (both sides' checksums) some earlier record produced: error a
+  // tensor carries from there grew through recorded ops.
+  std::set<std::pair<uint64_t, uint64_t>> produced;
   for (size_t i = 0; i < records.size(); ++i) {
     RecordComparison& r = records[i];
     r.verdict = Verdict::Pass;
     r.input_error = r.output_error = 0;
+    r.inherits_recorded = true;
     bool output_fails = false;
+    for (const TensorPair& p : r.tensors) {
+      if (consumes(r, p) && carriedError(p) > 0 &&
+          !(hasValues(p) && produced.count({p.stats0.checksum, p.stats1.checksum}))) {
+        r.inherits_recorded = false;
+      }
+    }
+    for (const TensorPair& p : r.tensors) {
+      if (!consumes(r, p) && hasValues(p)) produced.insert({p.stats0.checksum, p.stats1.checksum});
+    }
     for (const TensorPair& p : r.tensors) {
       if (!p.uninitialized && p.verdict > r.verdict) r.verdict = p.verdict;
       const double e = carriedError(p);
@@ -104,9 +159,11 @@ void judgeRecords(std::vector<RecordComparison>& records, const Thresholds& thre
         output_fails = output_fails || p.verdict == Verdict::Fail;
       }
     }
+    const RecordComparison* fwd_record = &r;
     if (r.pass == format::Pass::Forward) {
       forward[{r.step, r.name}] = i;
     } else {
+      fwd_record = nullptr;
       // A backward node also reads what its forward op saved: the forward's
       // inputs and outputs. Error they carry is inherited too.
       std::string fwd = r.name;
@@ -116,9 +173,27 @@ void judgeRecords(std::vector<RecordComparison>& records, const Thresholds& thre
       if (it != forward.end()) {
         const RecordComparison& f = records[it->second];
         r.input_error = std::max({r.input_error, f.input_error, f.output_error});
+        fwd_record = &f;
       }
     }
     r.origin = output_fails && r.output_error > thresholds.origin_factor * r.input_error;
+    r.replay = ReplayCheck();
+    // Level 1 cannot replay, and a division (Adam's update by sqrt(v) + eps)
+    // turns the small error of small elements into a large one on the
+    // tensor's scale: with inputs that differ at all, its failing output may
+    // be amplification as well as a wrong kernel (docs/METRICS.md, "Origins").
+    // Inputs that agree bit for bit leave no error to amplify.
+    if (r.origin && r.input_error > 0 && fwd_record && fromStats(r) && denominatorPosition(fwd_record->op) >= 0) {
+      r.origin = false;
+      r.replay.state = ReplayState::MayAmplify;
+      const double spread = denominatorSpread(*fwd_record);
+      char text[200];
+      std::snprintf(text, sizeof text,
+                    "divides by values spanning %s decades, with inputs that already differ: statistics cannot "
+                    "tell amplification from a wrong kernel",
+                    std::isfinite(spread) ? std::to_string(std::log10(spread)).substr(0, 4).c_str() : "more than 300");
+      r.replay.reason = text;
+    }
   }
 }
 

@@ -16,8 +16,10 @@ constexpr double kLineEvery = 5.0;
 
 }  // namespace
 
-ProgressReporter::ProgressReporter(std::FILE* out) : ProgressReporter(out, isatty(fileno(out)) != 0) {}
-ProgressReporter::ProgressReporter(std::FILE* out, bool terminal) : out_(out), terminal_(terminal) {}
+ProgressReporter::ProgressReporter(std::FILE* out, const char* command)
+    : ProgressReporter(out, isatty(fileno(out)) != 0, command) {}
+ProgressReporter::ProgressReporter(std::FILE* out, bool terminal, const char* command)
+    : out_(out), terminal_(terminal), command_(command) {}
 
 void ProgressReporter::update(const CompareProgress& p) {
   char text[160];
@@ -37,7 +39,7 @@ void ProgressReporter::update(const CompareProgress& p) {
     const double total = by_bytes ? static_cast<double>(p.bytes_total) : static_cast<double>(p.pairs_total);
     fraction = total > 0 ? std::min(1.0, done / total) : 1.0;
     const double rate = p.comparing_seconds > 0 ? static_cast<double>(p.bytes_done) / p.comparing_seconds : 0;
-    std::snprintf(text, sizeof text, "comparing  %llu/%llu records  %s  %s/s",
+    std::snprintf(text, sizeof text, "%s  %llu/%llu records  %s  %s/s", p.action,
                   static_cast<unsigned long long>(p.pairs_done), static_cast<unsigned long long>(p.pairs_total),
                   bytesText(static_cast<double>(p.bytes_done)).c_str(), bytesText(rate).c_str());
   }
@@ -52,7 +54,7 @@ void ProgressReporter::update(const CompareProgress& p) {
     shown_ = true;
   } else {
     if (p.seconds < kLineAfter || (shown_ && p.seconds - last_ < kLineEvery)) return;
-    std::fprintf(out_, "acc-analyzer compare: %3.0f%%  %s\n", fraction * 100, text);
+    std::fprintf(out_, "acc-analyzer %s: %3.0f%%  %s\n", command_, fraction * 100, text);
     std::fflush(out_);
     shown_ = true;
   }

@@ -11,14 +11,16 @@ namespace acc::analyzer {
 
 class ProgressReporter {
  public:
-  explicit ProgressReporter(std::FILE* out);  // detects whether `out` is a terminal
-  ProgressReporter(std::FILE* out, bool terminal);
+  // Detects whether `out` is a terminal; `command` names the lines' source.
+  explicit ProgressReporter(std::FILE* out, const char* command = "compare");
+  ProgressReporter(std::FILE* out, bool terminal, const char* command = "compare");
   void update(const CompareProgress& p);
   void finish();  // clears the bar
 
  private:
   std::FILE* out_;
   bool terminal_;
+  const char* command_;
   bool shown_ = false;
   double last_ = 0;
 };

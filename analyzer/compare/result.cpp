@@ -11,4 +11,16 @@ const char* verdictName(Verdict v) {
   return "?";
 }
 
+const char* replayStateName(ReplayState s) {
+  switch (s) {
+    case ReplayState::NotTried: return "";
+    case ReplayState::Confirmed: return "confirmed";
+    case ReplayState::Amplifies: return "amplifies";
+    case ReplayState::Reproduced: return "reproduced";
+    case ReplayState::NotReplayable: return "not replayable";
+    case ReplayState::MayAmplify: return "may amplify";
+  }
+  return "?";
+}
+
 }  // namespace acc::analyzer

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,31 @@ struct TensorPair {
   bool uninitialized = false;  // holds uninitialized memory: not judged (docs/METRICS.md)
 };
 
+// What running a record's op again on its own recorded inputs said
+// (docs/METRICS.md, "Replay"). Errors are rel_l2 of the worst produced
+// tensor; NaN when unknown.
+enum class ReplayState : uint8_t {
+  NotTried = 0,
+  Confirmed,      // the kernel under test does not reproduce its own output: its kernel is wrong
+  Amplifies,      // reproduced: the op amplifies the error its inputs carry
+  Reproduced,     // check: the recorded output agrees with the replay
+  NotReplayable,  // random, collective, no schema, no CPU kernel, ...: `reason`
+  MayAmplify,     // level 1 (no replay): a division whose denominators span so many
+                  // decades that its inputs' error explains its outputs' (`reason`)
+};
+// "", "confirmed", "amplifies", "reproduced", "not replayable", "may amplify"
+const char* replayStateName(ReplayState s);
+
+struct ReplayCheck {
+  ReplayState state = ReplayState::NotTried;
+  std::string reason;  // not replayable: why
+  double error1 = std::numeric_limits<double>::quiet_NaN();        // DIR1's output vs its float64 replay
+  double error1_dtype = std::numeric_limits<double>::quiet_NaN();  // ... vs its replay in the recorded dtypes
+  double cpu_error = std::numeric_limits<double>::quiet_NaN();     // a CPU kernel's error in DIR1's dtypes
+  double error0 = std::numeric_limits<double>::quiet_NaN();        // DIR0's output vs its float64 replay
+  double tolerance = std::numeric_limits<double>::quiet_NaN();     // error1 above it: the kernel is wrong
+};
+
 struct RecordComparison {
   std::string name;          // as in DIR0 (DIR1's name when it differs: name1)
   std::string name1;
@@ -74,6 +100,14 @@ struct RecordComparison {
   double input_error = 0;
   double output_error = 0;
   bool origin = false;
+  // Every input carrying error got it from an earlier record's output: the
+  // error grew through recorded ops (a failing record that is no origin is
+  // then drift, not a difference entering from outside).
+  bool inherits_recorded = false;
+  ReplayCheck replay;  // candidates for origin at level 2 (compare), every record (check)
+  // Level-1 candidates: the environment that re-records just this region at
+  // level 2 (ACC_LEVEL=2 ACC_STEPS=.. ACC_OP_RANGE=..), so replay can judge it.
+  std::string rerecord;
 };
 
 struct UnmatchedRecord {

@@ -44,6 +44,16 @@ const RecordComparison* firstDivergence(const CompareResult& r) {
   return first;
 }
 
+Ending endingOf(const CompareResult& r) {
+  const RecordComparison* first = firstDivergence(r);
+  if (!first) return Ending::Match;
+  if (!first->origin && (first->replay.state == ReplayState::Amplifies ||
+                         first->replay.state == ReplayState::MayAmplify || first->inherits_recorded)) {
+    return Ending::Drift;
+  }
+  return Ending::Divergence;
+}
+
 std::vector<const UnmatchedRecord*> unmatchedBefore(const CompareResult& result, const RecordComparison& r,
                                                     size_t limit) {
   std::vector<const UnmatchedRecord*> out;
@@ -91,6 +101,18 @@ nlohmann::json metricsJson(const TensorPair& p) {
   return j;
 }
 
+nlohmann::json replayJson(const ReplayCheck& c) {
+  nlohmann::json j = {{"verdict", replayStateName(c.state)}};
+  if (!c.reason.empty()) j["reason"] = c.reason;
+  if (c.state == ReplayState::NotReplayable || c.state == ReplayState::MayAmplify) return j;
+  j["error_dir1"] = jsonNumber(c.error1);
+  j["error_dir1_same_dtype"] = jsonNumber(c.error1_dtype);
+  j["cpu_kernel_error"] = jsonNumber(c.cpu_error);
+  j["error_dir0"] = jsonNumber(c.error0);
+  j["tolerance"] = jsonNumber(c.tolerance);
+  return j;
+}
+
 nlohmann::json recordSummaryJson(const RecordComparison& r, bool with_tensors) {
   nlohmann::json j = {{"name", r.name},
                       {"op", r.op},
@@ -107,6 +129,8 @@ nlohmann::json recordSummaryJson(const RecordComparison& r, bool with_tensors) {
   if (!r.name1.empty()) j["name1"] = r.name1;
   if (!r.grad_fn.empty()) j["grad_fn"] = r.grad_fn;
   if (r.aligned_by_sequence) j["aligned_by_sequence"] = true;
+  if (r.replay.state != ReplayState::NotTried) j["replay"] = replayJson(r.replay);
+  if (!r.rerecord.empty()) j["rerecord"] = r.rerecord;
   if (with_tensors) {
     j["stack"] = r.stack0;
     nlohmann::json tensors = nlohmann::json::array();
@@ -139,7 +163,9 @@ nlohmann::json summaryJson(const CompareResult& r, const Thresholds& t, const Su
   j["format_version"] = 1;
   j["dir0"] = r.dir0;
   j["dir1"] = r.dir1;
-  j["divergence"] = c.records_fail > 0;
+  const Ending ending = endingOf(r);
+  j["divergence"] = ending == Ending::Divergence;
+  j["ending"] = ending == Ending::Match ? "match" : ending == Ending::Drift ? "drift" : "divergence";
   j["exit_code"] = context.exit_code;
   j["counts"] = {{"records0", r.records0},
                  {"records1", r.records1},
@@ -159,6 +185,7 @@ nlohmann::json summaryJson(const CompareResult& r, const Thresholds& t, const Su
                  {"seconds", r.seconds}};
   if (first) {
     j["first_divergence"] = recordSummaryJson(*first, true);
+    j["first_divergence"]["inherits_recorded"] = first->inherits_recorded;
     if (!first->origin) {
       nlohmann::json before = nlohmann::json::array();
       for (const UnmatchedRecord* u : unmatchedBefore(r, *first)) {
@@ -174,6 +201,15 @@ nlohmann::json summaryJson(const CompareResult& r, const Thresholds& t, const Su
     origins.push_back(recordSummaryJson(r.records[r.origins[k]], false));
   }
   j["origins"] = origins;
+  // Candidates replay showed to amplify their inputs' error: not origins.
+  nlohmann::json amplifiers = nlohmann::json::array();
+  size_t amplifying = 0;
+  for (const RecordComparison& rc : r.records) {
+    if (rc.replay.state != ReplayState::Amplifies && rc.replay.state != ReplayState::MayAmplify) continue;
+    if (amplifying++ < kListed) amplifiers.push_back(recordSummaryJson(rc, false));
+  }
+  j["amplifiers"] = amplifiers;
+  j["counts"]["amplifiers"] = amplifying;
   nlohmann::json unmatched = nlohmann::json::array();
   for (size_t k = 0; k < r.unmatched.size() && k < kListed; ++k) {
     const UnmatchedRecord& u = r.unmatched[k];

@@ -30,6 +30,14 @@ CompareCounts countResult(const CompareResult& r);
 // failing record (its error entered before any recorded op), else nullptr.
 const RecordComparison* firstDivergence(const CompareResult& r);
 
+// How a comparison ends (docs/METRICS.md, "Origins"): no failing record;
+// no origin and the first failing record only amplifies the rounding its
+// inputs carry (replay reproduced it) or inherits error that grew through
+// earlier recorded ops: drift, exit 0; or a divergence: an origin, or
+// failing records whose error entered from outside the recorded ops, exit 1.
+enum class Ending { Match, Drift, Divergence };
+Ending endingOf(const CompareResult& r);
+
 // Unmatched records of the same rank and step that ran before `r` (at most
 // `limit`, the closest last): where a difference may enter when `r` is not
 // an origin.
@@ -37,6 +45,7 @@ std::vector<const UnmatchedRecord*> unmatchedBefore(const CompareResult& result,
                                                     size_t limit = 3);
 
 nlohmann::json metricsJson(const TensorPair& p);
+nlohmann::json replayJson(const ReplayCheck& c);
 nlohmann::json recordSummaryJson(const RecordComparison& r, bool with_tensors);
 nlohmann::json thresholdsJson(const Thresholds& t);
 nlohmann::json summaryJson(const CompareResult& r, const Thresholds& t, const SummaryContext& context);

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "analyzer/compare/elements.h"
+#include "analyzer/compare/metrics.h"
 
 namespace acc::analyzer {
 namespace {
@@ -106,6 +107,23 @@ void compareStats(PlannedPair& p, const Thresholds& thresholds) {
   p.pair.metrics = statsMetrics(p.t0->stats, p.t1->stats, same_bits, p.reals, p.params.small);
   p.pair.metrics.mismatch = note;
   judge(p.pair, thresholds);
+}
+
+std::vector<TensorPair> compareRecordsNow(const format::OpRecord& r0, const format::OpRecord& r1,
+                                          const Thresholds& thresholds) {
+  std::vector<TensorPair> out;
+  for (PlannedPair& p : planPairs(r0, r1, thresholds)) {
+    if (p.kind == PairKind::Elements) {
+      std::string note = p.pair.metrics.mismatch;
+      p.pair.metrics = elementMetrics(p.t0->data.data(), p.t0->dtype, p.t1->data.data(), p.t1->dtype, p.reals, p.params);
+      p.pair.metrics.mismatch = note;
+      judge(p.pair, thresholds);
+    } else if (p.kind == PairKind::Stats) {
+      compareStats(p, thresholds);
+    }
+    out.push_back(std::move(p.pair));
+  }
+  return out;
 }
 
 }  // namespace acc::analyzer

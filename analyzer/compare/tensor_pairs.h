@@ -36,4 +36,9 @@ std::vector<PlannedPair> planPairs(const format::OpRecord& r0, const format::OpR
 // caller computes the metrics (metrics.h) and calls judge().
 void compareStats(PlannedPair& p, const Thresholds& thresholds);
 
+// Plans and compares every pair of r0 and r1 at once, on the calling thread
+// (replay results and small records; compare's stream does large ones).
+std::vector<TensorPair> compareRecordsNow(const format::OpRecord& r0, const format::OpRecord& r1,
+                                          const Thresholds& thresholds);
+
 }  // namespace acc::analyzer

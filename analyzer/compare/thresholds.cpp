@@ -139,6 +139,32 @@ std::string applyOverride(Thresholds& t, double Limits::*field, const std::strin
   return "";
 }
 
+namespace {
+
+double Limits::*thresholdField(const std::string& flag) {
+  static const std::pair<const char*, double Limits::*> fields[] = {
+      {"--fail-rel-l2", &Limits::rel_l2_fail},   {"--warn-rel-l2", &Limits::rel_l2_warn},
+      {"--fail-cosine", &Limits::cosine_fail},   {"--warn-cosine", &Limits::cosine_warn},
+      {"--warn-within", &Limits::within_warn},   {"--fail-max-abs", &Limits::max_abs_fail},
+      {"--fail-max-rel", &Limits::max_rel_fail}, {"--fail-ulp", &Limits::max_ulp_fail},
+      {"--small", &Limits::small}};
+  for (const auto& [name, f] : fields) {
+    if (flag == name) return f;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+bool isThresholdFlag(const std::string& flag) { return thresholdField(flag) != nullptr; }
+
+std::string applyThresholdFlag(Thresholds& t, const std::string& flag, const std::string& value) {
+  double Limits::*field = thresholdField(flag);
+  if (!field) return "unknown option " + flag;
+  std::string err = applyOverride(t, field, value);
+  return err.empty() ? "" : flag + ": " + err;
+}
+
 void judge(TensorPair& pair, const Thresholds& t) {
   const TensorMetrics& m = pair.metrics;
   const Precision precision = pairPrecision(pair.dtype0, pair.dtype1);

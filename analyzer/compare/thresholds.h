@@ -42,6 +42,12 @@ Thresholds defaultThresholds();
 // "fp32=X,bf16=Y" for some. Returns an error message, empty on success.
 std::string applyOverride(Thresholds& t, double Limits::*field, const std::string& value);
 
+// The threshold flags every command judging tensors takes (--fail-rel-l2,
+// --warn-cosine, --small, ...), and applying one: an error message naming
+// the flag, empty on success.
+bool isThresholdFlag(const std::string& flag);
+std::string applyThresholdFlag(Thresholds& t, const std::string& flag, const std::string& value);
+
 // Sets pair.verdict and pair.reason from pair.metrics (compared pairs only).
 void judge(TensorPair& pair, const Thresholds& t);
 

@@ -14,7 +14,9 @@
 //    2000) after they are recorded, as a device running behind the host
 //    would, so a caller that does not wait for them sees them incomplete;
 //  - TESTDEV_WRONG_OP=name (e.g. gelu): that op's first output is scaled by
-//    (1 + TESTDEV_WRONG_SCALE, default 1e-3), a slightly wrong kernel.
+//    (1 + TESTDEV_WRONG_SCALE, default 1e-3), a slightly wrong kernel;
+//  - TESTDEV_SUM_ORDER=reverse: sum() adds in reverse order, a right kernel
+//    that rounds differently.
 //
 // Python: torch.ops.load_library(path); on torch 2.x tests/accelerator/
 // testdev.py also renames the backend to "testdev" (torch 1.13 has the key
@@ -307,6 +309,14 @@ void wrongKernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   }
 }
 
+// TESTDEV_SUM_ORDER=reverse: sum() adds the elements in reverse order, as
+// another device's reduction kernel would: right, but rounded differently.
+at::Tensor reversedSum(const at::Tensor& self, Optional<at::ScalarType> dtype) {
+  KernelScope scope;
+  at::Tensor host = hostAlias(self).reshape(-1).flip(0);
+  return deviceAlias(dtype ? host.sum(*dtype) : host.sum());
+}
+
 }  // namespace
 }  // namespace testdev
 
@@ -320,6 +330,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("view", TORCH_FN(testdev::view));
   m.impl("_reshape_alias", TORCH_FN(testdev::reshapeAlias));
   m.impl("_local_scalar_dense", TORCH_FN(testdev::localScalarDense));
+  const char* order = std::getenv("TESTDEV_SUM_ORDER");
+  if (order != nullptr && std::strcmp(order, "reverse") == 0) m.impl("sum", TORCH_FN(testdev::reversedSum));
   const char* wrong = std::getenv("TESTDEV_WRONG_OP");
   if (wrong != nullptr && *wrong != '\0') {
     m.impl(wrong, torch::CppFunction::makeFromBoxedFunction<&testdev::wrongKernel>());

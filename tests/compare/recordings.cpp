@@ -38,19 +38,19 @@ Spec spec(Variant v) {
 }
 
 // Identifies what a recording depends on: the libraries and the script.
-std::string fingerprint() {
+std::string fingerprint(const std::string& script = testScript("gelu_mlp.py")) {
   uint64_t h = 1469598103934665603ULL;
   auto add = [&](const std::string& s) {
     for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
   };
   for (const std::string& path : {libDir() + "/libacc.so", libDir() + "/libacc_core.so",
-                                  std::string(ACC_WRONG_GELU_LIB), testScript("gelu_mlp.py")}) {
+                                  std::string(ACC_WRONG_GELU_LIB), libDir() + "/libacc_testdev.so", script}) {
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0) throw std::runtime_error(path + " is missing: build first");
     add(path + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
         std::to_string(st.st_mtim.tv_nsec));
   }
-  add(readFile(testScript("gelu_mlp.py")));
+  add(readFile(script));
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
   return buf;
@@ -74,23 +74,26 @@ class FileLock {
 
 std::string recording(Variant v) {
   const Spec s = spec(v);
+  return cachedRecording(s.name, testScript("gelu_mlp.py"), s.env);
+}
+
+std::string cachedRecording(const std::string& name, const std::string& script,
+                            std::map<std::string, std::string> env) {
   const std::string cache = ACC_COMPARE_CACHE;
   fs::create_directories(cache);
-  const std::string dir = cache + "/" + s.name + "-" + fingerprint();
+  const std::string dir = cache + "/" + name + "-" + fingerprint(script);
   FileLock lock(cache + "/.lock");
   if (fs::exists(dir + "/rank0/records.acc")) return dir;
   // Out-of-date recordings of this variant go first.
   for (const auto& entry : fs::directory_iterator(cache)) {
-    if (entry.path().filename().string().rfind(std::string(s.name) + "-", 0) == 0) fs::remove_all(entry.path());
+    if (entry.path().filename().string().rfind(name + "-", 0) == 0) fs::remove_all(entry.path());
   }
   const std::string tmp = dir + ".tmp";
   fs::remove_all(tmp);
-  std::map<std::string, std::string> env = s.env;
   env["ACC_QUIET"] = "1";
-  RunResult r = recordPython(testScript("gelu_mlp.py"), tmp, env);
+  RunResult r = recordPython(script, tmp, env);
   if (r.exit_code != 0 || !fs::exists(tmp + "/rank0/records.acc")) {
-    throw std::runtime_error(std::string("recording ") + s.name + " failed (exit " + std::to_string(r.exit_code) +
-                             "): " + r.err);
+    throw std::runtime_error("recording " + name + " failed (exit " + std::to_string(r.exit_code) + "): " + r.err);
   }
   fs::rename(tmp, dir);
   return dir;

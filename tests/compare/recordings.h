@@ -5,6 +5,7 @@
 // record the same run again.
 #pragma once
 
+#include <map>
 #include <string>
 
 #include "tests/e2e/harness.h"
@@ -24,6 +25,11 @@ enum class Variant {
 
 // The recording's directory (holding rank0/); records it when not cached.
 std::string recording(Variant v);
+
+// Any script's recording with `env`, cached the same way under `name`
+// (names must differ between variants).
+std::string cachedRecording(const std::string& name, const std::string& script,
+                            std::map<std::string, std::string> env);
 
 // Runs build/bin/acc-analyzer with `args`.
 RunResult analyzer(const std::vector<std::string>& args);

@@ -79,7 +79,11 @@ TEST(UninitializedMemory, TwoRunsCompareEqualAndSayWhy) {
   std::istringstream csv(readFile(work / "out/report.csv"));
   size_t flagged = 0;
   for (std::string line; std::getline(csv, line);) {
-    if (line.find("uninitialized memory") == std::string::npos) continue;
+    // (A record replay could not run for that reason says so in its replay
+    // column: that is not a pair on such memory.)
+    if (line.find("uninitialized memory") == std::string::npos || line.find(",not replayable:") != std::string::npos) {
+      continue;
+    }
     ++flagged;
     EXPECT_NE(line.find(",pass,"), std::string::npos) << line;
   }

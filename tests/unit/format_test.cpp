@@ -310,6 +310,36 @@ TEST(RecordTest, TrailingBytesAfterAnOpThrow) {
   EXPECT_THROW(decodeOp(body), FormatError);
 }
 
+// Format 3: the overload name in the record's tail, read back; older
+// records (no tail) read as before; unknown tail flags and bytes after the
+// tail are errors.
+TEST(RecordTest, OverloadTailRoundTrips) {
+  OpRecord op = sampleOp();
+  op.has_overload = true;
+  op.overload = "Tensor";
+  std::string encoded;
+  encode(op, encoded);
+  std::string body(onlyBody(encoded, RecordKind::Op));
+  OpRecord back = decodeOp(body);
+  EXPECT_TRUE(back.has_overload);
+  EXPECT_EQ(back.overload, "Tensor");
+  op.overload = "";  // the default overload is a name too
+  encoded.clear();
+  encode(op, encoded);
+  back = decodeOp(std::string(onlyBody(encoded, RecordKind::Op)));
+  EXPECT_TRUE(back.has_overload);
+  EXPECT_EQ(back.overload, "");
+  std::string old_style;
+  encode(sampleOp(), old_style);
+  EXPECT_FALSE(decodeOp(std::string(onlyBody(old_style, RecordKind::Op))).has_overload);
+  std::string bad(onlyBody(old_style, RecordKind::Op));
+  bad.push_back('\x02');  // tail flag 2: unknown
+  EXPECT_THROW(decodeOp(bad), FormatError);
+  std::string after = body;
+  after.push_back('\0');
+  EXPECT_THROW(decodeOp(after), FormatError);
+}
+
 TEST(RecordTest, UnknownPassOrRoleThrows) {
   OpRecord op;
   op.pass = static_cast<Pass>(2);

@@ -1,0 +1,430 @@
+// acc-analyzer check DIR -o OUT: is this device's kernel wrong? Every op of
+// one level-2 recording runs again on the CPU in float64 (acc-replay
+// workers, one per core) on its own recorded inputs; ops whose recorded
+// output deviates beyond dtype-aware tolerances are reported with compare's
+// reports, DIR0 being the float64 replay and DIR1 the recording.
+#include <malloc.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "analyzer/commands.h"
+#include "analyzer/compare/csv_report.h"
+#include "analyzer/compare/engine.h"
+#include "analyzer/compare/origins.h"
+#include "analyzer/compare/progress.h"
+#include "analyzer/compare/report_filter.h"
+#include "analyzer/compare/summary.h"
+#include "analyzer/recording.h"
+#include "analyzer/replay_inputs.h"
+#include "analyzer/replay_verdict.h"
+#include "analyzer/report_html.h"
+#include "analyzer/report_xlsx.h"
+#include "analyzer/text.h"
+#include "replay/pool.h"
+
+namespace acc::analyzer {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: acc-analyzer check DIR [-o OUT] [options]\n"
+    "\n"
+    "Is this device's kernel wrong? Runs every op of one level-2 recording\n"
+    "(ACC_LEVEL=2) again on the CPU, on its own recorded inputs, in float64\n"
+    "(and in the recorded dtypes), and reports the ops whose recorded output\n"
+    "deviates from the float64 replay beyond the dtype's tolerance and beyond\n"
+    "FACTOR times what the CPU kernel in the same dtype shows on those inputs.\n"
+    "No reference run is needed. Backward records replay their forward op and\n"
+    "autograd on the recorded incoming gradients. Random ops, collectives and\n"
+    "ops without a CPU kernel cannot be replayed: they are counted, with why.\n"
+    "docs/METRICS.md (\"Replay\", \"check\") gives the rules.\n"
+    "\n"
+    "Output, in OUT (default ./acc_check): summary.json, report.csv,\n"
+    "report.xlsx, report.html, as compare writes them, DIR0 being the float64\n"
+    "replay and DIR1 the recording; the first deviating op is the first\n"
+    "divergence.\n"
+    "\n"
+    "options:\n"
+    "  -o, --output OUT       report directory (created; files are overwritten)\n"
+    "  --json                 print summary.json on stdout instead of the verdict\n"
+    "  --op-list A,B          check only ops whose name contains one of these\n"
+    "  --only-failed          report only failing tensor pairs\n"
+    "  --threads N            replay workers (default: one per core)\n"
+    "  --origin-factor F      deviating: error > F x the CPU kernel's (10)\n"
+    "  --fail-rel-l2 V ...    the thresholds of compare (acc-analyzer compare\n"
+    "                         --help), judged at the recorded dtype\n"
+    "  -h, --help             this text\n"
+    "\n"
+    "Exit codes: 0 every replayed op reproduces its output; 1 an op deviates;\n"
+    "2 usage or input error (no recording, no replay stage, damaged records).\n";
+
+struct Args {
+  std::string dir, out = "acc_check";
+  bool json = false;
+  unsigned threads = 0;
+  std::vector<std::string> op_list;
+  Thresholds thresholds = defaultThresholds();
+  ReportFilter filter;
+};
+
+bool parseNumber(const std::string& s, double& v) {
+  char* end = nullptr;
+  v = std::strtod(s.c_str(), &end);
+  return !s.empty() && end == s.c_str() + s.size() && !std::isnan(v);
+}
+
+std::string parse(const std::vector<std::string>& argv, Args& a, bool& help) {
+  std::vector<std::string> dirs;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    std::string flag = argv[i], value;
+    bool has_value = false;
+    const size_t eq = flag.find('=');
+    if (flag.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = flag.substr(eq + 1);
+      flag = flag.substr(0, eq);
+      has_value = true;
+    }
+    auto need = [&](std::string& out) -> std::string {
+      if (has_value) {
+        out = value;
+        return "";
+      }
+      if (i + 1 >= argv.size()) return flag + " needs a value";
+      out = argv[++i];
+      return "";
+    };
+    std::string v, err;
+    double x = 0;
+    if (flag == "-h" || flag == "--help") {
+      help = true;
+      return "";
+    } else if (flag == "--json") {
+      a.json = true;
+    } else if (flag == "--only-failed") {
+      a.filter.only_failed = true;
+    } else if (flag == "-o" || flag == "--output") {
+      if (!(err = need(a.out)).empty()) return err;
+      if (a.out.empty()) return flag + " needs a directory";
+    } else if (flag == "--op-list") {
+      if (!(err = need(v)).empty()) return err;
+      std::stringstream items(v);
+      std::string item;
+      while (std::getline(items, item, ',')) {
+        if (!item.empty()) a.op_list.push_back(item);
+      }
+      if (a.op_list.empty()) return "--op-list needs op names, e.g. --op-list relu,conv";
+    } else if (flag == "--threads") {
+      if (!(err = need(v)).empty()) return err;
+      if (!parseNumber(v, x) || x < 1 || x > 1024 || x != std::floor(x)) return "--threads: '" + v + "' is not 1..1024";
+      a.threads = static_cast<unsigned>(x);
+    } else if (flag == "--origin-factor") {
+      if (!(err = need(v)).empty()) return err;
+      if (!parseNumber(v, x) || x < 1) return "--origin-factor: '" + v + "' is not a number >= 1";
+      a.thresholds.origin_factor = x;
+    } else if (isThresholdFlag(flag)) {
+      if (!(err = need(v)).empty()) return err;
+      if (!(err = applyThresholdFlag(a.thresholds, flag, v)).empty()) return err;
+    } else if (!flag.empty() && flag[0] == '-') {
+      return "unknown option " + flag;
+    } else {
+      dirs.push_back(flag);
+    }
+  }
+  if (dirs.size() != 1) return "one recording directory expected, got " + std::to_string(dirs.size());
+  a.dir = dirs[0];
+  return "";
+}
+
+// Items read ahead of the workers, at most `capacity` at once.
+class ItemQueue {
+ public:
+  explicit ItemQueue(size_t capacity) : capacity_(capacity) {}
+  void push(ReplayItem&& item) {
+    std::unique_lock<std::mutex> lock(mu_);
+    room_.wait(lock, [&] { return items_.size() < capacity_; });
+    items_.push_back(std::move(item));
+    ready_.notify_one();
+  }
+  void close() {
+    std::lock_guard<std::mutex> lock(mu_);
+    closed_ = true;
+    ready_.notify_all();
+  }
+  std::optional<ReplayItem> pop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    ready_.wait(lock, [&] { return !items_.empty() || closed_; });
+    if (items_.empty()) return std::nullopt;
+    ReplayItem item = std::move(items_.front());
+    items_.pop_front();
+    room_.notify_one();
+    return item;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable ready_, room_;
+  std::deque<ReplayItem> items_;
+  size_t capacity_;
+  bool closed_ = false;
+};
+
+RecordComparison describe(const format::OpRecord& r, int64_t rank) {
+  RecordComparison rc;
+  rc.name = r.name;
+  rc.op = r.op;
+  rc.grad_fn = r.grad_fn;
+  rc.pass = r.pass;
+  rc.step = r.step;
+  rc.rank = rank;
+  rc.index0 = rc.index1 = r.index;
+  return rc;
+}
+
+uint64_t expectedRecords(const RankRecording& rank) {
+  const nlohmann::json& m = rank.manifest;
+  if (m.contains("counts") && m["counts"].contains("written") && m["counts"]["written"].is_number_unsigned()) {
+    return m["counts"]["written"].get<uint64_t>();
+  }
+  return 0;
+}
+
+// Replays one rank; returns its records in execution order.
+std::vector<RecordComparison> checkRank(const RankRecording& rank, const Args& a, replay::Pool& pool,
+                                        CompareProgress& progress, const std::function<void()>& tick,
+                                        std::vector<std::string>& problems, std::map<std::string, uint64_t>& why_not) {
+  ItemQueue queue(2 * pool.workers());
+  std::map<uint64_t, format::StackRecord> stacks;
+  std::exception_ptr failure;
+  ReadDamage damage;
+  std::thread reader([&] {
+    try {
+      damage = forEachReplayItem(
+          rank, [&](const format::OpRecord& m) { return opSelected(a.op_list, m.op, m.name, m.grad_fn); },
+          [&](ReplayItem&& item) { queue.push(std::move(item)); }, &stacks);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    queue.close();
+  });
+  std::vector<RecordComparison> records;
+  std::map<uint64_t, std::pair<size_t, ReplayItem>> waiting;  // id -> (slot, item without its request)
+  auto finish = [&](size_t slot, const ReplayItem& item, const replay::Outcome& o) {
+    checkByReplay(records[slot], item, o, a.thresholds);
+    const ReplayCheck& c = records[slot].replay;
+    if (c.state == ReplayState::NotReplayable) ++why_not[c.reason];
+    RecordComparison& r = records[slot];
+    if (r.verdict != Verdict::Pass || r.origin) {
+      auto it = stacks.find(item.recorded.stack_id);
+      if (it != stacks.end()) {
+        for (const format::StackFrame& f : it->second.frames) r.stack0.push_back(f.text);
+        r.location = userLocation(r.stack0);
+      }
+    }
+    ++progress.pairs_done;
+    for (const format::Tensor& t : item.recorded.tensors) progress.bytes_done += t.data.size();
+    tick();
+  };
+  uint64_t next_id = 0;
+  pool.run(
+      [&]() -> std::optional<std::pair<uint64_t, replay::Request>> {
+        while (std::optional<ReplayItem> item = queue.pop()) {
+          const size_t slot = records.size();
+          records.push_back(describe(item->recorded, rank.rank));
+          if (!item->not_replayable.empty()) {
+            finish(slot, *item, replay::Outcome());
+            continue;
+          }
+          const uint64_t id = next_id++;
+          replay::Request request = std::move(item->request);
+          waiting.emplace(id, std::make_pair(slot, std::move(*item)));
+          return std::make_pair(id, std::move(request));
+        }
+        return std::nullopt;
+      },
+      [&](uint64_t id, replay::Outcome&& o) {
+        auto it = waiting.find(id);
+        finish(it->second.first, it->second.second, o);
+        waiting.erase(it);
+      });
+  reader.join();
+  if (failure) std::rethrow_exception(failure);
+  if (damage.any()) problems.push_back(damage.describe(rank.dir + "/records.acc"));
+  std::stable_sort(records.begin(), records.end(),
+                   [](const RecordComparison& x, const RecordComparison& y) { return x.index0 < y.index0; });
+  return records;
+}
+
+void printVerdict(const CompareResult& r, const std::map<std::string, uint64_t>& why_not,
+                  const std::vector<std::string>& reports) {
+  uint64_t replayed = 0, reproduced = 0, deviating = 0, not_replayable = 0;
+  for (const RecordComparison& rc : r.records) {
+    not_replayable += rc.replay.state == ReplayState::NotReplayable;
+    replayed += rc.replay.state == ReplayState::Reproduced || rc.replay.state == ReplayState::Confirmed;
+    reproduced += rc.replay.state == ReplayState::Reproduced;
+    deviating += rc.replay.state == ReplayState::Confirmed;
+  }
+  std::ostringstream o;
+  const RecordComparison* first = r.firstOrigin();
+  if (first) {
+    o << "acc-analyzer check: WRONG KERNEL, first deviating op:\n  " << first->name << "  step " << first->step
+      << ", rank " << first->rank << (first->grad_fn.empty() ? "" : ", " + first->grad_fn) << "\n";
+    for (const TensorPair& p : first->tensors) {
+      if (p.verdict != Verdict::Fail) continue;
+      o << "    " << format::roleName(p.role) << "[" << p.position << "] " << format::dtypeName(p.dtype1) << " "
+        << shapeText(p.shape1) << ": " << p.reason << "\n";
+    }
+    o << "    its output is " << numberText(first->replay.error1, "%.3g")
+      << " off the float64 replay of its own inputs; the CPU kernel in the same dtype: "
+      << numberText(first->replay.cpu_error, "%.3g") << "\n";
+    if (!first->location.empty()) o << "    at " << first->location << "\n";
+    if (deviating > 1) o << "  " << (deviating - 1) << " more deviating op(s) in the reports\n";
+  } else {
+    o << "acc-analyzer check: no wrong kernel: every replayed op reproduces its recorded output\n";
+  }
+  o << "  " << r.records.size() << " records: " << replayed << " replayed (" << reproduced << " reproduce, "
+    << deviating << " deviate), " << not_replayable << " not replayable\n";
+  size_t shown = 0;
+  for (const auto& [why, n] : why_not) {
+    if (shown++ == 5) {
+      o << "    ... (summary.json: not_replayable)\n";
+      break;
+    }
+    o << "    " << n << " not replayable: " << why << "\n";
+  }
+  if (!reports.empty()) {
+    o << "  reports:";
+    for (const std::string& path : reports) o << " " << path;
+    o << "\n";
+  }
+  std::cout << o.str();
+}
+
+}  // namespace
+
+int checkCommand(const std::vector<std::string>& argv) {
+  Args a;
+  bool help = false;
+  std::string error = parse(argv, a, help);
+  if (help) {
+    std::cout << kUsage;
+    return kExitOk;
+  }
+  if (!error.empty()) {
+    std::cerr << "acc-analyzer check: " << error << "\n\n" << kUsage;
+    return kExitInput;
+  }
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<RankRecording> ranks;
+  try {
+    ranks = openRecording(a.dir);
+  } catch (const InputError& e) {
+    std::cerr << "acc-analyzer: " << e.what() << "\n";
+    return kExitInput;
+  }
+  const unsigned threads = a.threads ? a.threads : std::max(1u, std::thread::hardware_concurrency());
+  replay::Pool pool(replay::defaultWorkerPath(), threads);
+  if (!pool.unavailable().empty()) {
+    std::cerr << "acc-analyzer check: " << pool.unavailable() << "\n";
+    return kExitInput;
+  }
+  CompareResult result;
+  result.dir0 = "float64 replay of " + a.dir;
+  result.dir1 = a.dir;
+  ProgressReporter reporter(stderr, "check");
+  CompareProgress progress;
+  progress.scanning = false;
+  progress.action = "replaying";
+  for (const RankRecording& r : ranks) progress.pairs_total += expectedRecords(r);
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  auto tick = [&] {
+    progress.seconds = progress.comparing_seconds = elapsed();
+    if (progress.pairs_done > progress.pairs_total) progress.pairs_total = progress.pairs_done;
+    reporter.update(progress);
+  };
+  std::map<std::string, uint64_t> why_not;
+  try {
+    for (const RankRecording& rank : ranks) {
+      std::vector<RecordComparison> records = checkRank(rank, a, pool, progress, tick, result.problems, why_not);
+      result.records0 += records.size();
+      for (RecordComparison& r : records) {
+        result.tensors_compared += std::count_if(r.tensors.begin(), r.tensors.end(),
+                                                 [](const TensorPair& p) { return p.metrics.compared; });
+        result.records.push_back(std::move(r));
+      }
+    }
+  } catch (const InputError& e) {
+    reporter.finish();
+    std::cerr << "acc-analyzer: " << e.what() << "\n";
+    return kExitInput;
+  }
+  reporter.finish();
+  result.records1 = result.records0;
+  result.bytes_compared = progress.bytes_done;
+  for (size_t i = 0; i < result.records.size(); ++i) {
+    if (result.records[i].origin) result.origins.push_back(i);
+  }
+  std::stable_sort(result.origins.begin(), result.origins.end(), [&](size_t x, size_t y) {
+    const RecordComparison& p = result.records[x];
+    const RecordComparison& q = result.records[y];
+    return std::tie(p.step, p.index0, p.rank) < std::tie(q.step, q.index0, q.rank);
+  });
+  result.seconds = elapsed();
+  for (const std::string& p : result.problems) std::cerr << "acc-analyzer: " << p << "\n";
+  const int exit_code = !result.problems.empty() ? kExitInput : result.origins.empty() ? kExitOk : kExitFound;
+
+  namespace fs = std::filesystem;
+  const fs::path out(a.out);
+  std::error_code ec;
+  fs::create_directories(out, ec);
+  if (ec || !fs::is_directory(out)) {
+    std::cerr << "acc-analyzer: cannot create the report directory " << a.out << ": " << ec.message() << "\n";
+    return kExitInput;
+  }
+  const std::string summary_path = (out / "summary.json").string(), csv_path = (out / "report.csv").string(),
+                    xlsx_path = (out / "report.xlsx").string(), html_path = (out / "report.html").string();
+  SummaryContext context;
+  context.exit_code = exit_code;
+  context.filters = a.filter.describe();
+  context.op_list = a.op_list;
+  context.reports = {{"summary", summary_path}, {"csv", csv_path}, {"xlsx", xlsx_path}, {"html", html_path}};
+  nlohmann::json summary = summaryJson(result, a.thresholds, context);
+  summary["format"] = "acc-check-summary";
+  summary["not_replayable"] = why_not;
+  const CompareResult shown = a.filter.active() ? filterResult(result, a.filter) : CompareResult();
+  const CompareResult& reported = a.filter.active() ? shown : result;
+  try {
+    {
+      std::ofstream s(summary_path, std::ios::trunc);
+      s << summary.dump(2) << "\n";
+      if (!s) throw std::runtime_error(summary_path + ": cannot write");
+    }
+    writeCsvReport(reported, csv_path);
+    writeXlsxReport(reported, xlsx_path);
+    writeHtmlReport(reported, html_path);
+  } catch (const std::exception& e) {
+    std::cerr << "acc-analyzer: " << e.what() << "\n";
+    return kExitInput;
+  }
+  if (a.json) {
+    std::cout << summary.dump(2) << "\n";
+  } else {
+    printVerdict(result, why_not, {summary_path, csv_path, xlsx_path, html_path});
+  }
+  std::cout.flush();
+  return exit_code;
+}
+
+}  // namespace acc::analyzer

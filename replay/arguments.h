@@ -1,0 +1,40 @@
+// Rebuilds the arguments of a recorded op call from its record: tensors from
+// their recorded bytes (on the CPU), every other argument from its recorded
+// text, read as the op's schema types it.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <ATen/core/function_schema.h>
+#include <ATen/core/stack.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "format/record.h"
+
+namespace acc::replay {
+
+// Why an op cannot be replayed by nature (random numbers, a collective), or
+// nullopt. `schema` may be null for ops the dispatcher does not know.
+std::optional<std::string> notReplayable(const format::OpRecord& r, const c10::FunctionSchema* schema);
+
+// A CPU tensor holding a recorded tensor's values (its bytes, contiguous).
+// Throws std::runtime_error when the tensor has no data.
+at::Tensor tensorFromRecord(const format::Tensor& t);
+
+struct Arguments {
+  torch::jit::Stack stack;
+  // Floating-point tensor arguments in argument order (list items in item
+  // order): the inputs autograd differentiates against in a backward replay.
+  std::vector<at::Tensor> floating;
+};
+
+// The arguments of forward record `r` for `schema`. `promote`: floating
+// tensors become float64 (complex: complex128). `grad`: floating tensors
+// become leaves that require grad (listed in `floating`), passed as clones
+// so in-place ops can write them. Throws std::runtime_error naming the
+// argument when one cannot be rebuilt.
+Arguments buildArguments(const format::OpRecord& r, const c10::FunctionSchema& schema, bool promote, bool grad);
+
+}  // namespace acc::replay
