@@ -26,6 +26,7 @@
 #include "analyzer/compare/origins.h"
 #include "analyzer/compare/progress.h"
 #include "analyzer/compare/report_filter.h"
+#include "analyzer/compare/report_set.h"
 #include "analyzer/compare/summary.h"
 #include "analyzer/recording.h"
 #include "analyzer/replay_inputs.h"
@@ -376,52 +377,32 @@ int checkCommand(const std::vector<std::string>& argv) {
   for (size_t i = 0; i < result.records.size(); ++i) {
     if (result.records[i].origin) result.origins.push_back(i);
   }
-  std::stable_sort(result.origins.begin(), result.origins.end(), [&](size_t x, size_t y) {
-    const RecordComparison& p = result.records[x];
-    const RecordComparison& q = result.records[y];
-    return std::tie(p.step, p.index0, p.rank) < std::tie(q.step, q.index0, q.rank);
-  });
+  sortOrigins(result);
   result.seconds = elapsed();
   for (const std::string& p : result.problems) std::cerr << "acc-analyzer: " << p << "\n";
   const int exit_code = !result.problems.empty() ? kExitInput : result.origins.empty() ? kExitOk : kExitFound;
 
-  namespace fs = std::filesystem;
-  const fs::path out(a.out);
-  std::error_code ec;
-  fs::create_directories(out, ec);
-  if (ec || !fs::is_directory(out)) {
-    std::cerr << "acc-analyzer: cannot create the report directory " << a.out << ": " << ec.message() << "\n";
+  ReportSet reports;
+  if (std::string err = openReportSet(a.out, reports); !err.empty()) {
+    std::cerr << "acc-analyzer: " << err << "\n";
     return kExitInput;
   }
-  const std::string summary_path = (out / "summary.json").string(), csv_path = (out / "report.csv").string(),
-                    xlsx_path = (out / "report.xlsx").string(), html_path = (out / "report.html").string();
   SummaryContext context;
   context.exit_code = exit_code;
   context.filters = a.filter.describe();
   context.op_list = a.op_list;
-  context.reports = {{"summary", summary_path}, {"csv", csv_path}, {"xlsx", xlsx_path}, {"html", html_path}};
+  context.reports = reports.json();
   nlohmann::json summary = summaryJson(result, a.thresholds, context);
   summary["format"] = "acc-check-summary";
   summary["not_replayable"] = why_not;
-  const CompareResult shown = a.filter.active() ? filterResult(result, a.filter) : CompareResult();
-  const CompareResult& reported = a.filter.active() ? shown : result;
-  try {
-    {
-      std::ofstream s(summary_path, std::ios::trunc);
-      s << summary.dump(2) << "\n";
-      if (!s) throw std::runtime_error(summary_path + ": cannot write");
-    }
-    writeCsvReport(reported, csv_path);
-    writeXlsxReport(reported, xlsx_path);
-    writeHtmlReport(reported, html_path);
-  } catch (const std::exception& e) {
-    std::cerr << "acc-analyzer: " << e.what() << "\n";
+  if (std::string err = writeReportSet(reports, summary, result, a.filter); !err.empty()) {
+    std::cerr << "acc-analyzer: " << err << "\n";
     return kExitInput;
   }
   if (a.json) {
     std::cout << summary.dump(2) << "\n";
   } else {
-    printVerdict(result, why_not, {summary_path, csv_path, xlsx_path, html_path});
+    printVerdict(result, why_not, reports.list());
   }
   std::cout.flush();
   return exit_code;

@@ -17,6 +17,7 @@
 #include "analyzer/compare/origins.h"
 #include "analyzer/compare/progress.h"
 #include "analyzer/compare/report_filter.h"
+#include "analyzer/compare/report_set.h"
 #include "analyzer/compare/summary.h"
 #include "analyzer/recording.h"
 #include "analyzer/report_html.h"
@@ -376,42 +377,26 @@ int compareCommand(const std::vector<std::string>& argv) {
   const Ending ending = endingOf(result);
   int exit_code = !result.problems.empty() ? kExitInput : ending == Ending::Divergence ? kExitFound : kExitOk;
 
-  namespace fs = std::filesystem;
-  const fs::path out(a.out);
-  std::error_code ec;
-  fs::create_directories(out, ec);
-  if (ec || !fs::is_directory(out)) {
-    std::cerr << "acc-analyzer: cannot create the report directory " << a.out << ": " << ec.message() << "\n";
+  ReportSet reports;
+  if (std::string err = openReportSet(a.out, reports); !err.empty()) {
+    std::cerr << "acc-analyzer: " << err << "\n";
     return kExitInput;
   }
-  const std::string summary_path = (out / "summary.json").string(), csv_path = (out / "report.csv").string(),
-                    xlsx_path = (out / "report.xlsx").string(), html_path = (out / "report.html").string();
   SummaryContext context;
   context.exit_code = exit_code;
   context.filters = a.filter.describe();
   context.op_list = a.options.op_list;
-  context.reports = {{"summary", summary_path}, {"csv", csv_path}, {"xlsx", xlsx_path}, {"html", html_path}};
+  context.reports = reports.json();
   const nlohmann::json summary = summaryJson(result, a.options.thresholds, context);
-  const CompareResult shown = a.filter.active() ? filterResult(result, a.filter) : CompareResult();
-  const CompareResult& reported = a.filter.active() ? shown : result;
-  try {
-    {
-      std::ofstream s(summary_path, std::ios::trunc);
-      s << summary.dump(2) << "\n";
-      if (!s) throw std::runtime_error(summary_path + ": cannot write");
-    }
-    writeCsvReport(reported, csv_path);
-    writeXlsxReport(reported, xlsx_path);
-    writeHtmlReport(reported, html_path);
-  } catch (const std::exception& e) {
-    std::cerr << "acc-analyzer: " << e.what() << "\n";
+  if (std::string err = writeReportSet(reports, summary, result, a.filter); !err.empty()) {
+    std::cerr << "acc-analyzer: " << err << "\n";
     return kExitInput;
   }
   if (a.json) {
     std::cout << summary.dump(2) << "\n";
   } else {
-    if (a.filter.min_cosine) printLowCosine(shown, *a.filter.min_cosine);
-    printVerdict(result, counts, {summary_path, csv_path, xlsx_path, html_path});
+    if (a.filter.min_cosine) printLowCosine(filterResult(result, a.filter), *a.filter.min_cosine);
+    printVerdict(result, counts, reports.list());
   }
   std::cout.flush();
   return exit_code;

@@ -11,6 +11,7 @@
 #include "analyzer/compare/align.h"
 #include "analyzer/compare/confirm.h"
 #include "analyzer/compare/origins.h"
+#include "analyzer/compare/report_set.h"
 #include "analyzer/compare/scan.h"
 #include "analyzer/compare/stream.h"
 #include "analyzer/text.h"
@@ -235,12 +236,7 @@ CompareResult compareRecordings(const CompareOptions& options) {
   for (size_t i = 0; i < result.records.size(); ++i) {
     if (result.records[i].origin) result.origins.push_back(i);
   }
-  // Execution order across ranks: step, then position in the step.
-  std::stable_sort(result.origins.begin(), result.origins.end(), [&](size_t x, size_t y) {
-    const RecordComparison& a = result.records[x];
-    const RecordComparison& b = result.records[y];
-    return std::tie(a.step, a.index0, a.rank) < std::tie(b.step, b.index0, b.rank);
-  });
+  sortOrigins(result);  // execution order across ranks
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }
