@@ -23,6 +23,7 @@
 #include "analyzer/commands.h"
 #include "analyzer/compare/csv_report.h"
 #include "analyzer/compare/engine.h"
+#include "analyzer/compare/judge_args.h"
 #include "analyzer/compare/origins.h"
 #include "analyzer/compare/progress.h"
 #include "analyzer/compare/report_filter.h"
@@ -71,80 +72,16 @@ constexpr const char* kUsage =
     "Exit codes: 0 every replayed op reproduces its output; 1 an op deviates;\n"
     "2 usage or input error (no recording, no replay stage, damaged records).\n";
 
-struct Args {
-  std::string dir, out = "acc_check";
-  bool json = false;
-  unsigned threads = 0;
-  std::vector<std::string> op_list;
-  Thresholds thresholds = defaultThresholds();
-  ReportFilter filter;
+struct Args : JudgeArgs {
+  std::string dir;
 };
 
-bool parseNumber(const std::string& s, double& v) {
-  char* end = nullptr;
-  v = std::strtod(s.c_str(), &end);
-  return !s.empty() && end == s.c_str() + s.size() && !std::isnan(v);
-}
-
 std::string parse(const std::vector<std::string>& argv, Args& a, bool& help) {
-  std::vector<std::string> dirs;
-  for (size_t i = 0; i < argv.size(); ++i) {
-    std::string flag = argv[i], value;
-    bool has_value = false;
-    const size_t eq = flag.find('=');
-    if (flag.rfind("--", 0) == 0 && eq != std::string::npos) {
-      value = flag.substr(eq + 1);
-      flag = flag.substr(0, eq);
-      has_value = true;
-    }
-    auto need = [&](std::string& out) -> std::string {
-      if (has_value) {
-        out = value;
-        return "";
-      }
-      if (i + 1 >= argv.size()) return flag + " needs a value";
-      out = argv[++i];
-      return "";
-    };
-    std::string v, err;
-    double x = 0;
-    if (flag == "-h" || flag == "--help") {
-      help = true;
-      return "";
-    } else if (flag == "--json") {
-      a.json = true;
-    } else if (flag == "--only-failed") {
-      a.filter.only_failed = true;
-    } else if (flag == "-o" || flag == "--output") {
-      if (!(err = need(a.out)).empty()) return err;
-      if (a.out.empty()) return flag + " needs a directory";
-    } else if (flag == "--op-list") {
-      if (!(err = need(v)).empty()) return err;
-      std::stringstream items(v);
-      std::string item;
-      while (std::getline(items, item, ',')) {
-        if (!item.empty()) a.op_list.push_back(item);
-      }
-      if (a.op_list.empty()) return "--op-list needs op names, e.g. --op-list relu,conv";
-    } else if (flag == "--threads") {
-      if (!(err = need(v)).empty()) return err;
-      if (!parseNumber(v, x) || x < 1 || x > 1024 || x != std::floor(x)) return "--threads: '" + v + "' is not 1..1024";
-      a.threads = static_cast<unsigned>(x);
-    } else if (flag == "--origin-factor") {
-      if (!(err = need(v)).empty()) return err;
-      if (!parseNumber(v, x) || x < 1) return "--origin-factor: '" + v + "' is not a number >= 1";
-      a.thresholds.origin_factor = x;
-    } else if (isThresholdFlag(flag)) {
-      if (!(err = need(v)).empty()) return err;
-      if (!(err = applyThresholdFlag(a.thresholds, flag, v)).empty()) return err;
-    } else if (!flag.empty() && flag[0] == '-') {
-      return "unknown option " + flag;
-    } else {
-      dirs.push_back(flag);
-    }
-  }
-  if (dirs.size() != 1) return "one recording directory expected, got " + std::to_string(dirs.size());
-  a.dir = dirs[0];
+  a.out = "acc_check";
+  std::string error = parseJudgeArgs(argv, a, help);
+  if (!error.empty() || help) return error;
+  if (a.positional.size() != 1) return "one recording directory expected, got " + std::to_string(a.positional.size());
+  a.dir = a.positional[0];
   return "";
 }
 
@@ -180,18 +117,6 @@ class ItemQueue {
   size_t capacity_;
   bool closed_ = false;
 };
-
-RecordComparison describe(const format::OpRecord& r, int64_t rank) {
-  RecordComparison rc;
-  rc.name = r.name;
-  rc.op = r.op;
-  rc.grad_fn = r.grad_fn;
-  rc.pass = r.pass;
-  rc.step = r.step;
-  rc.rank = rank;
-  rc.index0 = rc.index1 = r.index;
-  return rc;
-}
 
 uint64_t expectedRecords(const RankRecording& rank) {
   const nlohmann::json& m = rank.manifest;
@@ -242,7 +167,8 @@ std::vector<RecordComparison> checkRank(const RankRecording& rank, const Args& a
       [&]() -> std::optional<std::pair<uint64_t, replay::Request>> {
         while (std::optional<ReplayItem> item = queue.pop()) {
           const size_t slot = records.size();
-          records.push_back(describe(item->recorded, rank.rank));
+          const RecordMeta meta = recordMeta(item->recorded);
+          records.push_back(describePair(meta, meta, rank.rank));
           if (!item->not_replayable.empty()) {
             finish(slot, *item, replay::Outcome());
             continue;
@@ -395,7 +321,8 @@ int checkCommand(const std::vector<std::string>& argv) {
   nlohmann::json summary = summaryJson(result, a.thresholds, context);
   summary["format"] = "acc-check-summary";
   summary["not_replayable"] = why_not;
-  if (std::string err = writeReportSet(reports, summary, result, a.filter); !err.empty()) {
+  const CompareResult shown = a.filter.active() ? filterResult(result, a.filter) : CompareResult();
+  if (std::string err = writeReportSet(reports, summary, a.filter.active() ? shown : result); !err.empty()) {
     std::cerr << "acc-analyzer: " << err << "\n";
     return kExitInput;
   }

@@ -14,6 +14,7 @@
 #include "analyzer/text.h"
 #include "analyzer/compare/csv_report.h"
 #include "analyzer/compare/engine.h"
+#include "analyzer/compare/judge_args.h"
 #include "analyzer/compare/origins.h"
 #include "analyzer/compare/progress.h"
 #include "analyzer/compare/report_filter.h"
@@ -242,100 +243,43 @@ void printLowCosine(const CompareResult& filtered, double min_cosine) {
 
 struct Args {
   CompareOptions options;
-  std::string out = "acc_compare";
-  bool json = false;
-  ReportFilter filter;
+  JudgeArgs common;
 };
-
-bool parseDouble(const std::string& s, double& v) {
-  char* end = nullptr;
-  v = std::strtod(s.c_str(), &end);
-  return !s.empty() && end == s.c_str() + s.size() && !std::isnan(v);
-}
 
 // Returns an error message, empty when `args` parsed.
 std::string parse(const std::vector<std::string>& argv, Args& a, bool& help) {
-  std::vector<std::string> dirs;
-  for (size_t i = 0; i < argv.size(); ++i) {
-    std::string flag = argv[i], value;
-    bool has_value = false;
-    if (flag.rfind("--", 0) == 0) {
-      size_t eq = flag.find('=');
-      if (eq != std::string::npos) {
-        value = flag.substr(eq + 1);
-        flag = flag.substr(0, eq);
-        has_value = true;
-      }
-    }
-    auto next = [&]() -> std::optional<std::string> {
-      if (has_value) return value;
-      if (i + 1 >= argv.size()) return std::nullopt;
-      return argv[++i];
-    };
-    auto need = [&](std::string& out) -> std::string {
-      auto v = next();
-      if (!v) return flag + " needs a value";
-      out = *v;
-      return "";
-    };
-    std::string v, err;
-    if (flag == "-h" || flag == "--help") {
-      help = true;
-      return "";
-    } else if (flag == "--json") {
-      a.json = true;
-    } else if (flag == "--only-failed") {
-      a.filter.only_failed = true;
-    } else if (flag == "-o" || flag == "--output") {
-      if (!(err = need(a.out)).empty()) return err;
-      if (a.out.empty()) return flag + " needs a directory";
-    } else if (flag == "--op-list") {
-      if (!(err = need(v)).empty()) return err;
-      std::stringstream items(v);
-      std::string item;
-      while (std::getline(items, item, ',')) {
-        if (!item.empty()) a.options.op_list.push_back(item);
-      }
-      if (a.options.op_list.empty()) return "--op-list needs op names, e.g. --op-list relu,conv";
-    } else if (flag == "--min-cosine") {
-      double x;
-      if (!(err = need(v)).empty()) return err;
-      if (!parseDouble(v, x) || x < -1 || x > 1) return "--min-cosine: '" + v + "' is not a number in [-1, 1]";
-      a.filter.min_cosine = x;
-    } else if (flag == "--origin-factor") {
-      double x;
-      if (!(err = need(v)).empty()) return err;
-      if (!parseDouble(v, x) || x < 1) return "--origin-factor: '" + v + "' is not a number >= 1";
-      a.options.thresholds.origin_factor = x;
-    } else if (flag == "--threads") {
-      double x;
-      if (!(err = need(v)).empty()) return err;
-      if (!parseDouble(v, x) || x < 1 || x > 1024 || x != std::floor(x)) return "--threads: '" + v + "' is not 1..1024";
-      a.options.threads = static_cast<unsigned>(x);
-    } else if (flag == "--memory-mb") {
-      double x;
-      if (!(err = need(v)).empty()) return err;
-      if (!parseDouble(v, x) || x < 1 || x != std::floor(x)) return "--memory-mb: '" + v + "' is not a whole number >= 1";
-      a.options.memory_budget = static_cast<uint64_t>(x) << 20;
-    } else if (flag == "--no-replay") {
+  a.common.out = "acc_compare";
+  std::string error = parseJudgeArgs(argv, a.common, help, [&](const std::string& flag, const FlagValue& value)
+                                                               -> std::optional<std::string> {
+    double x = 0;
+    if (flag == "--no-replay") {
       a.options.replay = false;
-    } else if (flag == "--replay-limit") {
-      double x;
-      if (!(err = need(v)).empty()) return err;
-      if (!parseDouble(v, x) || x < 0 || x != std::floor(x)) return "--replay-limit: '" + v + "' is not a whole number >= 0";
-      a.options.replay_limit = static_cast<size_t>(x);
-    } else if (isThresholdFlag(flag)) {
-      if (!(err = need(v)).empty()) return err;
-      if (!(err = applyThresholdFlag(a.options.thresholds, flag, v)).empty()) return err;
-    } else if (!flag.empty() && flag[0] == '-') {
-      return "unknown option " + flag;
-    } else {
-      dirs.push_back(flag);
+      return "";
     }
-  }
+    if (flag != "--min-cosine" && flag != "--memory-mb" && flag != "--replay-limit") return std::nullopt;
+    const std::optional<std::string> got = value();
+    if (!got) return flag + " needs a value";
+    const std::string& v = *got;
+    if (flag == "--min-cosine") {
+      if (!parseNumber(v, x) || x < -1 || x > 1) return "--min-cosine: '" + v + "' is not a number in [-1, 1]";
+      a.common.filter.min_cosine = x;
+    } else if (flag == "--memory-mb") {
+      if (!parseNumber(v, x) || x < 1 || x != std::floor(x)) return "--memory-mb: '" + v + "' is not a whole number >= 1";
+      a.options.memory_budget = static_cast<uint64_t>(x) << 20;
+    } else {
+      if (!parseNumber(v, x) || x < 0 || x != std::floor(x)) return "--replay-limit: '" + v + "' is not a whole number >= 0";
+      a.options.replay_limit = static_cast<size_t>(x);
+    }
+    return "";
+  });
+  if (!error.empty() || help) return error;
+  const std::vector<std::string>& dirs = a.common.positional;
   if (dirs.size() != 2) return "two recording directories expected (DIR0 DIR1), got " + std::to_string(dirs.size());
   a.options.dir0 = dirs[0];
   a.options.dir1 = dirs[1];
+  a.options.thresholds = a.common.thresholds;
+  a.options.op_list = a.common.op_list;
+  a.options.threads = a.common.threads;
   return "";
 }
 
@@ -378,24 +322,25 @@ int compareCommand(const std::vector<std::string>& argv) {
   int exit_code = !result.problems.empty() ? kExitInput : ending == Ending::Divergence ? kExitFound : kExitOk;
 
   ReportSet reports;
-  if (std::string err = openReportSet(a.out, reports); !err.empty()) {
+  if (std::string err = openReportSet(a.common.out, reports); !err.empty()) {
     std::cerr << "acc-analyzer: " << err << "\n";
     return kExitInput;
   }
   SummaryContext context;
   context.exit_code = exit_code;
-  context.filters = a.filter.describe();
+  context.filters = a.common.filter.describe();
   context.op_list = a.options.op_list;
   context.reports = reports.json();
   const nlohmann::json summary = summaryJson(result, a.options.thresholds, context);
-  if (std::string err = writeReportSet(reports, summary, result, a.filter); !err.empty()) {
+  const CompareResult shown = a.common.filter.active() ? filterResult(result, a.common.filter) : CompareResult();
+  if (std::string err = writeReportSet(reports, summary, a.common.filter.active() ? shown : result); !err.empty()) {
     std::cerr << "acc-analyzer: " << err << "\n";
     return kExitInput;
   }
-  if (a.json) {
+  if (a.common.json) {
     std::cout << summary.dump(2) << "\n";
   } else {
-    if (a.filter.min_cosine) printLowCosine(filterResult(result, a.filter), *a.filter.min_cosine);
+    if (a.common.filter.min_cosine) printLowCosine(shown, *a.common.filter.min_cosine);
     printVerdict(result, counts, reports.list());
   }
   std::cout.flush();

@@ -10,14 +10,6 @@
 namespace acc::analyzer {
 namespace {
 
-// A candidate compared element by element: replay can judge it.
-bool replayable(const RecordComparison& r) {
-  for (const TensorPair& p : r.tensors) {
-    if (!consumes(r, p) && p.verdict == Verdict::Fail && p.metrics.compared && p.metrics.from_stats) return false;
-  }
-  return true;
-}
-
 std::map<uint64_t, ReplayItem> itemsOf(const RankRecording& rank, const std::set<uint64_t>& wanted) {
   std::map<uint64_t, ReplayItem> items;
   forEachReplayItem(
@@ -33,7 +25,7 @@ void confirmByReplay(std::vector<RecordComparison>& records, const RankRecording
   std::vector<size_t> candidates;
   size_t skipped = 0;
   for (size_t k = 0; k < records.size(); ++k) {
-    if (!records[k].origin || !replayable(records[k])) continue;
+    if (!records[k].origin || failsOnStatistics(records[k])) continue;
     if (candidates.size() < limit) candidates.push_back(k);
     else ++skipped;
   }

@@ -27,22 +27,6 @@ std::vector<std::string> stackOf(const ScannedRank& rank, uint64_t stack_id) {
   return frames;
 }
 
-RecordComparison describe(const RecordMeta& a, const RecordMeta& b, int64_t rank) {
-  RecordComparison rc;
-  rc.name = a.name;
-  if (b.name != a.name) {
-    rc.name1 = b.name;
-    rc.aligned_by_sequence = true;
-  }
-  rc.op = a.op;
-  rc.grad_fn = a.grad_fn;
-  rc.pass = a.pass;
-  rc.step = a.step;
-  rc.rank = rank;
-  rc.index0 = a.index;
-  rc.index1 = b.index;
-  return rc;
-}
 
 UnmatchedRecord unmatched(int side, const RecordMeta& m, int64_t rank) {
   UnmatchedRecord u;
@@ -88,10 +72,7 @@ void attachRerecord(const std::vector<RecordMeta>& metas, const std::vector<Alig
   constexpr size_t kMargin = 3;
   for (size_t k = 0; k < records.size(); ++k) {
     RecordComparison& r = records[k];
-    const bool level1 = std::any_of(r.tensors.begin(), r.tensors.end(), [](const TensorPair& p) {
-      return p.metrics.compared && p.metrics.from_stats && p.verdict == Verdict::Fail;
-    });
-    if (!level1 || !(r.origin || r.replay.state == ReplayState::MayAmplify)) continue;
+    if (!failsOnStatistics(r) || !(r.origin || r.replay.state == ReplayState::MayAmplify)) continue;
     size_t first = pairs[k].i1, last = pairs[k].i1;
     const RecordMeta& m = metas[last];
     if (m.pass == format::Pass::Backward) {
@@ -108,6 +89,23 @@ void attachRerecord(const std::vector<RecordMeta>& metas, const std::vector<Alig
 }
 
 }  // namespace
+
+RecordComparison describePair(const RecordMeta& a, const RecordMeta& b, int64_t rank) {
+  RecordComparison rc;
+  rc.name = a.name;
+  if (b.name != a.name) {
+    rc.name1 = b.name;
+    rc.aligned_by_sequence = true;
+  }
+  rc.op = a.op;
+  rc.grad_fn = a.grad_fn;
+  rc.pass = a.pass;
+  rc.step = a.step;
+  rc.rank = rank;
+  rc.index0 = a.index;
+  rc.index1 = b.index;
+  return rc;
+}
 
 bool opSelected(const std::vector<std::string>& op_list, const std::string& op, const std::string& name,
                 const std::string& grad_fn) {
@@ -206,7 +204,7 @@ CompareResult compareRecordings(const CompareOptions& options) {
     std::vector<RecordComparison> records;
     records.reserve(plan.pairs.size());
     for (const AlignedPair& p : plan.pairs) {
-      records.push_back(describe(plan.a->records[p.i0], plan.b->records[p.i1], plan.a->rank.rank));
+      records.push_back(describePair(plan.a->records[p.i0], plan.b->records[p.i1], plan.a->rank.rank));
     }
     StreamJob job;
     job.side0 = plan.a;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/compare/align.h"
 #include "analyzer/compare/result.h"
 #include "analyzer/compare/thresholds.h"
 
@@ -46,6 +47,10 @@ struct CompareOptions {
 // recording; damage inside a recording is reported in result.problems and
 // the readable records are compared.
 CompareResult compareRecordings(const CompareOptions& options);
+
+// The comparison of two matched records before their tensors are compared:
+// names (DIR1's when it differs), op, pass, step, rank, indices.
+RecordComparison describePair(const RecordMeta& a, const RecordMeta& b, int64_t rank);
 
 // True when `op_list` is empty or one of its entries is a case-insensitive
 // substring of the record's op, name or autograd node.

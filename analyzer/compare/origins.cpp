@@ -72,13 +72,6 @@ void findUninitialized(std::vector<RecordComparison>& records) {
   }
 }
 
-bool fromStats(const RecordComparison& r) {
-  for (const TensorPair& p : r.tensors) {
-    if (!consumes(r, p) && p.verdict == Verdict::Fail && p.metrics.compared && p.metrics.from_stats) return true;
-  }
-  return false;
-}
-
 // Ops that divide by (or take the root or log of) an input, and which
 // argument: on the tensor's scale they turn the small relative error of small
 // elements into a large one (Adam's addcdiv_ by sqrt(v) + eps).
@@ -117,6 +110,13 @@ double denominatorSpread(const RecordComparison& forward) {
 
 bool consumes(const RecordComparison& r, const TensorPair& p) {
   return r.pass == format::Pass::Forward ? p.role == format::Role::Input : p.role == format::Role::GradIn;
+}
+
+bool failsOnStatistics(const RecordComparison& r) {
+  for (const TensorPair& p : r.tensors) {
+    if (!consumes(r, p) && p.verdict == Verdict::Fail && p.metrics.compared && p.metrics.from_stats) return true;
+  }
+  return false;
 }
 
 double carriedError(const TensorPair& p) {
@@ -183,7 +183,7 @@ void judgeRecords(std::vector<RecordComparison>& records, const Thresholds& thre
     // tensor's scale: with inputs that differ at all, its failing output may
     // be amplification as well as a wrong kernel (docs/METRICS.md, "Origins").
     // Inputs that agree bit for bit leave no error to amplify.
-    if (r.origin && r.input_error > 0 && fwd_record && fromStats(r) && denominatorPosition(fwd_record->op) >= 0) {
+    if (r.origin && r.input_error > 0 && fwd_record && failsOnStatistics(r) && denominatorPosition(fwd_record->op) >= 0) {
       r.origin = false;
       r.replay.state = ReplayState::MayAmplify;
       const double spread = denominatorSpread(*fwd_record);

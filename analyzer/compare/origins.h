@@ -21,6 +21,10 @@ double carriedError(const TensorPair& p);
 // produces (fwd: outputs; bwd: grad_out).
 bool consumes(const RecordComparison& r, const TensorPair& p);
 
+// True when a tensor the record produces fails on level-1 statistics: replay
+// cannot judge it (the data were not recorded).
+bool failsOnStatistics(const RecordComparison& r);
+
 // One rank's records in execution order: marks uninitialized memory, sets
 // each record's verdict, input_error, output_error and origin.
 void judgeRecords(std::vector<RecordComparison>& records, const Thresholds& thresholds);

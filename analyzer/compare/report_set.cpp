@@ -24,19 +24,16 @@ std::string openReportSet(const std::string& dir, ReportSet& set) {
   return "";
 }
 
-std::string writeReportSet(const ReportSet& set, const nlohmann::json& summary, const CompareResult& result,
-                           const ReportFilter& filter) {
+std::string writeReportSet(const ReportSet& set, const nlohmann::json& summary, const CompareResult& rows) {
   try {
     {
       std::ofstream s(set.summary, std::ios::trunc);
       s << summary.dump(2) << "\n";
       if (!s) throw std::runtime_error(set.summary + ": cannot write");
     }
-    const CompareResult shown = filter.active() ? filterResult(result, filter) : CompareResult();
-    const CompareResult& reported = filter.active() ? shown : result;
-    writeCsvReport(reported, set.csv);
-    writeXlsxReport(reported, set.xlsx);
-    writeHtmlReport(reported, set.html);
+    writeCsvReport(rows, set.csv);
+    writeXlsxReport(rows, set.xlsx);
+    writeHtmlReport(rows, set.html);
   } catch (const std::exception& e) {
     return e.what();
   }

@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "analyzer/compare/report_filter.h"
 #include "analyzer/compare/result.h"
 
 namespace acc::analyzer {
@@ -21,10 +20,9 @@ struct ReportSet {
 // Creates `dir`; returns the message to print when it cannot, else "".
 std::string openReportSet(const std::string& dir, ReportSet& set);
 
-// Writes `summary` and the row reports of `result` (only the pairs `filter`
-// keeps, when active). Returns the message to print on failure, else "".
-std::string writeReportSet(const ReportSet& set, const nlohmann::json& summary, const CompareResult& result,
-                           const ReportFilter& filter);
+// Writes `summary` and the row reports of `rows` (the whole result, or what
+// the report filters kept). Returns the message to print on failure, else "".
+std::string writeReportSet(const ReportSet& set, const nlohmann::json& summary, const CompareResult& rows);
 
 // Orders result.origins by execution: step, then DIR0's index, then rank.
 void sortOrigins(CompareResult& result);
