@@ -196,7 +196,9 @@ std::vector<RecordComparison> checkRank(const RankRecording& rank, const Args& a
 void printVerdict(const CompareResult& r, const std::map<std::string, uint64_t>& why_not,
                   const std::vector<std::string>& reports) {
   uint64_t replayed = 0, reproduced = 0, deviating = 0, not_replayable = 0;
+  std::map<std::string, uint64_t> reduced;  // "tf32, allowed by X" -> ops judged at it
   for (const RecordComparison& rc : r.records) {
+    if (!rc.replay.precision.empty()) ++reduced[rc.replay.precision + ", which " + rc.replay.precision_setting + " allows"];
     not_replayable += rc.replay.state == ReplayState::NotReplayable;
     replayed += rc.replay.state == ReplayState::Reproduced || rc.replay.state == ReplayState::Confirmed;
     reproduced += rc.replay.state == ReplayState::Reproduced;
@@ -215,6 +217,10 @@ void printVerdict(const CompareResult& r, const std::map<std::string, uint64_t>&
     o << "    its output is " << numberText(first->replay.error1, "%.3g")
       << " off the float64 replay of its own inputs; the CPU kernel in the same dtype: "
       << numberText(first->replay.cpu_error, "%.3g") << "\n";
+    if (!first->replay.precision.empty()) {
+      o << "    judged at " << first->replay.precision << " (" << first->replay.precision_setting
+        << "): its products alone are " << numberText(first->replay.precision_error, "%.3g") << " off\n";
+    }
     if (!first->location.empty()) o << "    at " << first->location << "\n";
     if (deviating > 1) o << "  " << (deviating - 1) << " more deviating op(s) in the reports\n";
   } else {
@@ -222,6 +228,7 @@ void printVerdict(const CompareResult& r, const std::map<std::string, uint64_t>&
   }
   o << "  " << r.records.size() << " records: " << replayed << " replayed (" << reproduced << " reproduce, "
     << deviating << " deviate), " << not_replayable << " not replayable\n";
+  for (const auto& [how, n] : reduced) o << "    " << n << " matmul/conv op(s) judged at " << how << "\n";
   size_t shown = 0;
   for (const auto& [why, n] : why_not) {
     if (shown++ == 5) {
@@ -270,6 +277,7 @@ int checkCommand(const std::vector<std::string>& argv) {
   CompareResult result;
   result.dir0 = "float64 replay of " + a.dir;
   result.dir1 = a.dir;
+  result.numerics1 = ranks.front().manifest.value("numerics", nlohmann::json::object());
   ProgressReporter reporter(stderr, "check");
   CompareProgress progress;
   progress.scanning = false;

@@ -15,5 +15,6 @@ int compareCommand(const std::vector<std::string>& args);
 int checkCommand(const std::vector<std::string>& args);
 int showCommand(const std::vector<std::string>& args);
 int exportCommand(const std::vector<std::string>& args);
+int reproCommand(const std::vector<std::string>& args);
 
 }  // namespace acc::analyzer

@@ -21,6 +21,8 @@ constexpr const char* kUsage =
     "                                 output when run again on the CPU (level 2)\n"
     "  show DIR NAME [--json]         one record: tensors, statistics, stack\n"
     "  export DIR -o OUT              tensor data as .npy files (level 2)\n"
+    "  repro DIR NAME -o OUT          one op's inputs and a Python script that runs\n"
+    "                                 it on a device against float64 (level 2)\n"
     "\n"
     "`acc-analyzer COMMAND --help` describes one command.\n"
     "Exit codes: 0 success, 1 divergence found (compare) or a wrong kernel (check),\n"
@@ -49,6 +51,7 @@ int main(int argc, char** argv) {
   if (command == "check") return acc::analyzer::checkCommand(args);
   if (command == "show") return acc::analyzer::showCommand(args);
   if (command == "export") return acc::analyzer::exportCommand(args);
+  if (command == "repro") return acc::analyzer::reproCommand(args);
   std::cerr << "acc-analyzer: unknown command '" << command << "'\n" << kUsage;
   return acc::analyzer::kExitInput;
 }

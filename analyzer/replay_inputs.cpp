@@ -90,6 +90,10 @@ ReadDamage forEachReplayItem(const RankRecording& rank, const std::function<bool
       }
     }
     if (item.not_replayable.empty()) item.not_replayable = missingValues(inputs);
+    // A backward record's products are its forward op's (e.g. linear's).
+    const format::OpRecord& op = item.request.records.empty() ? inputs : item.request.records.front();
+    item.precision = allowedPrecision(rank.manifest, op.op, offCpu(full) || offCpu(op));
+    item.request.reduced_mantissa = static_cast<uint8_t>(item.precision.mantissa_bits);
     item.request.records.push_back(std::move(inputs));
     if (!item.not_replayable.empty()) item.request = replay::Request();
     take(std::move(item));

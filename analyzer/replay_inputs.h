@@ -8,6 +8,7 @@
 #include <map>
 #include <string>
 
+#include "analyzer/numeric_settings.h"
 #include "analyzer/recording.h"
 #include "format/record.h"
 #include "replay/protocol.h"
@@ -19,6 +20,7 @@ struct ReplayItem {
   format::OpRecord recorded;    // the record with its produced tensors only (outputs, grad_out), data loaded
   replay::Request request;      // inputs only, data loaded
   std::string not_replayable;   // set when no request can be made: why
+  AllowedPrecision precision;   // the reduced precision the run's settings allowed the op
 };
 
 // True for the roles an op produces: outputs (forward), grad_out (backward).

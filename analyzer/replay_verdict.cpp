@@ -41,7 +41,12 @@ const format::OpRecord& best(const replay::Outcome& o) { return o.has_float64 ? 
 struct SideErrors {
   std::vector<TensorPair> pairs;           // (float64 replay, recorded)
   std::map<Key, double> error, dtype_error, cpu;
+  std::map<Key, double> reduced;           // float64 on rounded factors vs float64: what the allowed precision costs
 };
+
+// A device may truncate where the emulation rounds to nearest: twice the
+// emulated error is what the allowed precision explains.
+constexpr double kReducedFactor = 2;
 
 // Why the replay cannot judge the record: a produced tensor it did not make.
 std::string unmatched(const std::vector<TensorPair>& pairs) {
@@ -53,6 +58,10 @@ std::string unmatched(const std::vector<TensorPair>& pairs) {
   return "";
 }
 
+double failLimit(const TensorPair& p, const Thresholds& t) {
+  return t.of(pairPrecision(p.dtype0, p.dtype1)).rel_l2_fail;
+}
+
 // `full`: also the same-dtype and CPU-kernel errors (DIR0's side of a
 // comparison needs only its error against float64).
 SideErrors sideErrors(const ReplayItem& item, const replay::Outcome& o, const Thresholds& t, bool full = true) {
@@ -62,11 +71,23 @@ SideErrors sideErrors(const ReplayItem& item, const replay::Outcome& o, const Th
   if (!full) return s;
   s.dtype_error = errors(compareRecordsNow(o.same_dtype, item.recorded, t));
   if (o.has_float64) s.cpu = errors(compareRecordsNow(o.float64, o.same_dtype, t));
+  if (o.has_float64 && o.has_reduced) s.reduced = errors(compareRecordsNow(o.float64, o.reduced, t));
   return s;
 }
 
-double failLimit(const TensorPair& p, const Thresholds& t) {
-  return t.of(pairPrecision(p.dtype0, p.dtype1)).rel_l2_fail;
+// What the kernel may deviate by: the fail threshold, origin_factor x what
+// a correct CPU kernel (or DIR0's own) shows, and twice what the precision
+// the settings allow costs.
+double toleranceOf(const TensorPair& p, const Thresholds& t, double cpu, double e0, double reduced) {
+  double tol = std::max(failLimit(p, t), t.origin_factor * maxKnown(std::isnan(cpu) ? 0 : cpu, e0));
+  if (!std::isnan(reduced)) tol = std::max(tol, kReducedFactor * reduced);
+  return tol;
+}
+
+void notePrecision(ReplayCheck& c, const ReplayItem& item, const replay::Outcome& o) {
+  if (!item.precision.reduced() || !o.has_reduced) return;
+  c.precision = item.precision.name;
+  c.precision_setting = item.precision.setting;
 }
 
 }  // namespace
@@ -89,13 +110,13 @@ void judgeByReplay(RecordComparison& record, const ReplayItem& item0, const repl
   if (item0.not_replayable.empty() && out0.status == replay::Status::Replayed) {
     zero = sideErrors(item0, out0, thresholds, false).error;
   }
+  notePrecision(c, item1, out1);
   bool deviates = false;
   double worst_margin = -1;
   for (const TensorPair& p : one.pairs) {
     const Key k = keyOf(p);
-    const double e1 = at(one.error, k), cpu = at(one.cpu, k), e0 = at(zero, k);
-    const double tolerance =
-        std::max(failLimit(p, thresholds), thresholds.origin_factor * maxKnown(std::isnan(cpu) ? 0 : cpu, e0));
+    const double e1 = at(one.error, k), cpu = at(one.cpu, k), e0 = at(zero, k), reduced = at(one.reduced, k);
+    const double tolerance = toleranceOf(p, thresholds, cpu, e0, reduced);
     const bool wrong = p.verdict == Verdict::Fail && e1 > tolerance;
     // Report the tensor that decides: the first wrong one, else the closest.
     const double margin = e1 / tolerance;
@@ -105,6 +126,7 @@ void judgeByReplay(RecordComparison& record, const ReplayItem& item0, const repl
       c.cpu_error = cpu;
       c.error0 = e0;
       c.tolerance = tolerance;
+      c.precision_error = reduced;
       worst_margin = margin;
     }
     deviates = deviates || wrong;
@@ -129,29 +151,37 @@ void checkByReplay(RecordComparison& record, const ReplayItem& item, const repla
     c.reason = why;
     return;
   }
+  notePrecision(c, item, out);
   bool deviates = false;
   for (TensorPair& p : s.pairs) {
     const Key k = keyOf(p);
-    const double e = at(s.error, k), cpu = at(s.cpu, k);
-    const double tolerance = std::max(failLimit(p, thresholds), thresholds.origin_factor * (std::isnan(cpu) ? 0 : cpu));
+    const double e = at(s.error, k), cpu = at(s.cpu, k), reduced = at(s.reduced, k);
+    const double tolerance = toleranceOf(p, thresholds, cpu, std::numeric_limits<double>::quiet_NaN(), reduced);
     if (p.verdict == Verdict::Fail && !(e > tolerance)) {
-      // As far from float64 as a correct CPU kernel in this dtype is.
+      // As far from float64 as a correct CPU kernel in this dtype is, or
+      // as a kernel at the precision the settings allow.
       p.verdict = Verdict::Warn;
-      p.reason = "within " + std::to_string(thresholds.origin_factor).substr(0, 4) +
-                 "x what the CPU kernel in this dtype shows";
+      p.reason = !std::isnan(reduced) && tolerance == kReducedFactor * reduced
+                     ? "within what " + c.precision + " products give (allowed by " + c.precision_setting + ")"
+                     : "within " + std::to_string(thresholds.origin_factor).substr(0, 4) +
+                           "x what the CPU kernel in this dtype shows";
     }
     if (p.verdict == Verdict::Fail && !(e <= c.error1)) {  // the worst failing tensor (error1 starts NaN)
       c.error1 = e;
       c.error1_dtype = at(s.dtype_error, k);
       c.cpu_error = cpu;
       c.tolerance = tolerance;
+      c.precision_error = reduced;
     }
     deviates = deviates || p.verdict == Verdict::Fail;
     record.verdict = std::max(record.verdict, p.verdict);
   }
   if (!deviates && !s.pairs.empty()) {
     c.error1 = 0;
-    for (const TensorPair& p : s.pairs) c.error1 = maxKnown(c.error1, at(s.error, keyOf(p)));
+    for (const TensorPair& p : s.pairs) {
+      c.error1 = maxKnown(c.error1, at(s.error, keyOf(p)));
+      c.precision_error = maxKnown(c.precision_error, at(s.reduced, keyOf(p)));
+    }
   }
   record.tensors = std::move(s.pairs);
   record.origin = deviates;

@@ -131,6 +131,19 @@ std::string verdictSection(const CompareResult& result, const Counts& c) {
   return s + "</section>";
 }
 
+// The numeric settings that differ between the runs, above everything else.
+std::string settingsSection(const CompareResult& result) {
+  if (result.settings_differ.empty()) return "";
+  std::string s = "<section id=\"settings\" class=\"warn\"><h2>The runs' numeric settings differ: check these first</h2>"
+                  "<table class=\"kv\"><tr><th>setting</th><th>DIR0</th><th>DIR1</th></tr>";
+  auto text = [](const nlohmann::json& v) { return v.is_null() ? std::string("(not recorded)") : v.dump(); };
+  for (const SettingDifference& d : result.settings_differ) {
+    s += "<tr><td><code>" + esc(d.setting) + "</code></td><td>" + esc(text(d.dir0)) + "</td><td>" + esc(text(d.dir1)) +
+         "</td></tr>";
+  }
+  return s + "</table></section>";
+}
+
 std::string plotSection(const CompareResult& result) {
   return "<section id=\"plot\"><h2>Error along execution order</h2>" + errorPlotSvg(result) +
          "<div class=\"note\">Each mark is a record: the relative L2 error (max relative error, or 1 &minus; cosine, "
@@ -290,7 +303,7 @@ void writeHtmlReport(const CompareResult& result, const std::string& path) {
       << esc(title) << "</title><style>" << kReportCss << "</style></head><body><main><header><h1>acc compare</h1>"
       << "<div class=\"dirs\">DIR0 (reference): <code>" << esc(result.dir0) << "</code> &middot; DIR1 (tested): <code>"
       << esc(result.dir1) << "</code></div></header>"
-      << verdictSection(result, c) << plotSection(result) << focusSection(result);
+      << settingsSection(result) << verdictSection(result, c) << plotSection(result) << focusSection(result);
   writeTableSection(result, out);
   out << unmatchedSection(result) << problemsSection(result) << "<script>" << kReportJs
       << "</script></main></body></html>\n";

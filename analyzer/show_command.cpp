@@ -11,6 +11,7 @@
 #include "analyzer/commands.h"
 #include "analyzer/text.h"
 #include "analyzer/record_json.h"
+#include "analyzer/record_search.h"
 #include "analyzer/recording.h"
 
 namespace acc::analyzer {
@@ -33,16 +34,6 @@ constexpr const char* kUsage =
     "\n"
     "Exit codes: 0 shown; 2 usage error, NAME not found, unreadable or damaged\n"
     "recording (a record that could be read is still shown).\n";
-
-constexpr size_t kMaxSuggestions = 10;
-
-// "aten::linear" of "aten::linear.2.fwd": the name up to ".<digit>".
-std::string opPrefix(const std::string& name) {
-  for (size_t i = 0; i + 1 < name.size(); ++i) {
-    if (name[i] == '.' && std::isdigit(static_cast<unsigned char>(name[i + 1]))) return name.substr(0, i);
-  }
-  return name;
-}
 
 std::string num(double v) { return numberText(v, "%.9g"); }
 
@@ -90,41 +81,6 @@ void printRecord(const format::OpRecord& r, int64_t rank, const format::StackRec
   }
 }
 
-struct Search {
-  std::string name, prefix;
-  std::optional<int64_t> step;
-  std::optional<format::OpRecord> found;
-  std::set<int64_t> steps;              // steps in which NAME occurs
-  std::set<std::string> same_op, similar;  // suggestions
-};
-
-void visit(Search& s, format::OpRecord&& r) {
-  if (r.name == s.name) {
-    s.steps.insert(r.step);
-    if ((!s.step || *s.step == r.step) && (!s.found || r.index < s.found->index)) s.found = std::move(r);
-    return;
-  }
-  if (opPrefix(r.name) == s.prefix) {
-    if (s.same_op.size() < 2000) s.same_op.insert(r.name);
-  } else if (s.similar.size() < kMaxSuggestions && lowerCase(r.name).find(lowerCase(s.prefix.substr(s.prefix.rfind(':') + 1))) != std::string::npos) {
-    s.similar.insert(r.name);
-  }
-}
-
-// Up to kMaxSuggestions names, those with the op number nearest NAME's first.
-std::vector<std::string> suggestions(const Search& s) {
-  std::vector<std::string> names(s.same_op.begin(), s.same_op.end());
-  if (names.empty()) names.assign(s.similar.begin(), s.similar.end());
-  long long wanted = std::atoll(s.name.c_str() + std::min(s.name.size(), s.prefix.size() + 1));
-  auto distance = [&](const std::string& n) {
-    return std::llabs(std::atoll(n.c_str() + std::min(n.size(), s.prefix.size() + 1)) - wanted);
-  };
-  std::stable_sort(names.begin(), names.end(),
-                   [&](const std::string& a, const std::string& b) { return distance(a) < distance(b); });
-  if (names.size() > kMaxSuggestions) names.resize(kMaxSuggestions);
-  return names;
-}
-
 }  // namespace
 
 int showCommand(const std::vector<std::string>& args) {
@@ -159,10 +115,7 @@ int showCommand(const std::vector<std::string>& args) {
     return kExitInput;
   }
   const std::string& dir = positional[0];
-  Search search;
-  search.name = positional[1];
-  search.prefix = opPrefix(search.name);
-  search.step = step;
+  RecordSearch search(positional[1], step);
   try {
     std::vector<RankRecording> ranks = openRecording(dir);
     bool rank_seen = false;
@@ -170,10 +123,10 @@ int showCommand(const std::vector<std::string>& args) {
       if (rank && rr.rank != *rank) continue;
       rank_seen = true;
       std::map<uint64_t, format::StackRecord> stacks;
-      ReadDamage damage = readRecords(rr, ReadOptions{}, [&](format::OpRecord&& r) { visit(search, std::move(r)); }, stacks);
+      ReadDamage damage = readRecords(rr, ReadOptions{}, [&](format::OpRecord&& r) { search.visit(std::move(r)); }, stacks);
       if (damage.any()) std::cerr << "acc-analyzer: " << damage.describe(rr.dir + "/records.acc") << "\n";
-      if (!search.found) continue;
-      const format::OpRecord& r = *search.found;
+      if (!search.found()) continue;
+      const format::OpRecord& r = *search.found();
       auto stack = stacks.find(r.stack_id);
       const format::StackRecord* frames = r.stack_id != 0 && stack != stacks.end() ? &stack->second : nullptr;
       if (json) {
@@ -182,9 +135,9 @@ int showCommand(const std::vector<std::string>& args) {
         std::cout << j.dump(2) << "\n";
       } else {
         printRecord(r, rr.rank, frames);
-        if (search.steps.size() > 1) {
+        if (search.steps().size() > 1) {
           std::printf("  (%s also occurs in %zu other step(s); --step S shows another)\n", r.name.c_str(),
-                      search.steps.size() - 1);
+                      search.steps().size() - 1);
         }
       }
       std::cout.flush();
@@ -200,21 +153,7 @@ int showCommand(const std::vector<std::string>& args) {
     std::cerr << "acc-analyzer: " << e.what() << "\n";
     return kExitInput;
   }
-  std::cerr << "acc-analyzer show: no record named " << search.name;
-  if (step && !search.steps.empty()) std::cerr << " in step " << *step;
-  if (rank) std::cerr << " in rank " << *rank;
-  std::cerr << " in " << dir << "\n";
-  if (step && !search.steps.empty()) {
-    std::cerr << "  it occurs in step(s):";
-    for (int64_t s : search.steps) std::cerr << " " << s;
-    std::cerr << "\n";
-  } else if (std::vector<std::string> close = suggestions(search); !close.empty()) {
-    std::cerr << "  did you mean:";
-    for (const std::string& n : close) std::cerr << " " << n;
-    std::cerr << "\n";
-  } else {
-    std::cerr << "  (`acc-analyzer list " << dir << "` prints every name)\n";
-  }
+  std::cerr << search.notFound("show", dir, rank);
   return kExitInput;
 }
 

@@ -237,6 +237,7 @@ void startForward(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
     s.counts().skipped.fetch_add(1, std::memory_order_relaxed);
     return;
   }
+  s.numerics().onRecordedOp();
   ctx.record = newRecord(s, std::move(name), std::move(op), Pass::Forward, n, step);
   ctx.record->sequence_nr = fn.seqNr();
   if (s.config().level >= 2) {

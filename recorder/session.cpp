@@ -129,6 +129,7 @@ void Session::advanceStep() {
   forward_numbers_.store(0, std::memory_order_relaxed);
   unlinked_numbers_.store(0, std::memory_order_relaxed);
   links_.clear();
+  numerics_.sample();
 }
 
 void Session::emit(std::unique_ptr<std::string> record) { writer_->submit(std::move(record)); }
@@ -158,6 +159,7 @@ void Session::writeManifest(const char* status) {
       {"end_time", std::string(status) == "complete" ? nlohmann::json(isoTime(unixNowNs())) : nullptr},
       {"devices", devices},
       {"config", configToJson(config_)},
+      {"numerics", numerics_.toJson()},
       {"records_file", kRecordsFile},
       {"counts",
        {{"ops_seen", counts_.ops_seen.load()},

@@ -12,6 +12,7 @@
 
 #include "env/config.h"
 #include "recorder/backward_links.h"
+#include "recorder/numeric_settings.h"
 #include "recorder/selector.h"
 #include "recorder/uninitialized_memory.h"
 #include "recorder/stack_registry.h"
@@ -41,6 +42,7 @@ class Session {
   UninitializedMemory& uninitialized() { return uninitialized_; }
   StackRegistry& stacks() { return *stacks_; }
   SessionCounts& counts() { return counts_; }
+  NumericSettings& numerics() { return numerics_; }
 
   // Training step, advanced at the end of every Optimizer.step.
   int64_t step() const { return step_.load(std::memory_order_relaxed); }
@@ -68,6 +70,7 @@ class Session {
   std::unique_ptr<Writer> writer_;
   std::unique_ptr<StackRegistry> stacks_;
   SessionCounts counts_;
+  NumericSettings numerics_;
   std::atomic<int64_t> step_{0};
   std::atomic<uint64_t> forward_numbers_{0};
   std::atomic<uint64_t> unlinked_numbers_{0};

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "recorder/dtypes.h"
+#include "replay/reduced_precision.h"
 
 namespace acc::replay {
 namespace {
@@ -141,7 +142,9 @@ at::Tensor tensorFromRecord(const format::Tensor& t) {
   return out;
 }
 
-Arguments buildArguments(const format::OpRecord& r, const c10::FunctionSchema& schema, bool promote, bool grad) {
+Arguments buildArguments(const format::OpRecord& r, const c10::FunctionSchema& schema, const BuildOptions& options) {
+  const bool promote = options.promote;
+  const int round_mantissa = options.round_mantissa;
   std::map<uint32_t, std::map<uint32_t, const format::Tensor*>> tensors;  // position -> item -> tensor
   std::map<uint32_t, const std::string*> scalars;
   for (const format::Tensor& t : r.tensors) {
@@ -150,14 +153,21 @@ Arguments buildArguments(const format::OpRecord& r, const c10::FunctionSchema& s
   for (const format::Scalar& s : r.scalars) scalars[s.position] = &s.value;
 
   Arguments out;
-  auto prepare = [&](const format::Tensor& recorded) {
+  auto prepare = [&](const format::Tensor& recorded, const std::string& argument) {
     at::Tensor t = tensorFromRecord(recorded);
+    if (round_mantissa && t.scalar_type() == at::kFloat && roundedArgument(r.op, argument)) {
+      roundMantissa(t.data_ptr<float>(), t.numel(), round_mantissa);  // fresh and contiguous
+    }
     if (promote && t.is_floating_point()) t = t.to(at::kDouble);
     if (promote && t.is_complex()) t = t.to(at::kComplexDouble);
-    if (grad && (t.is_floating_point() || t.is_complex())) {
-      t.requires_grad_(true);
-      out.floating.push_back(t);
-      t = t.clone();  // an in-place op may write its argument: not the leaf
+    if (options.grad && (t.is_floating_point() || t.is_complex())) {
+      if (options.no_grad.count(argument)) {
+        out.floating.push_back(t);
+      } else {
+        t.requires_grad_(true);
+        out.floating.push_back(t);
+        t = t.clone();  // an in-place op may write its argument: not the leaf
+      }
     }
     return t;
   };
@@ -170,7 +180,7 @@ Arguments buildArguments(const format::OpRecord& r, const c10::FunctionSchema& s
       auto found = tensors.find(i);
       if (type->kind() == c10::TypeKind::TensorType) {
         if (found != tensors.end()) {
-          out.stack.emplace_back(prepare(*found->second.begin()->second));
+          out.stack.emplace_back(prepare(*found->second.begin()->second, a.name()));
           continue;
         }
       } else if (type->kind() == c10::TypeKind::ListType &&
@@ -182,7 +192,7 @@ Arguments buildArguments(const format::OpRecord& r, const c10::FunctionSchema& s
             c10::List<c10::optional<at::Tensor>> list;
             for (uint32_t k = 0; k < n; ++k) {
               auto item = found->second.find(k);
-              list.push_back(item == found->second.end() ? c10::optional<at::Tensor>() : prepare(*item->second));
+              list.push_back(item == found->second.end() ? c10::optional<at::Tensor>() : prepare(*item->second, a.name()));
             }
             out.stack.emplace_back(list);
           } else {
@@ -190,7 +200,7 @@ Arguments buildArguments(const format::OpRecord& r, const c10::FunctionSchema& s
             for (uint32_t k = 0; k < n; ++k) {
               auto item = found->second.find(k);
               if (item == found->second.end()) throw std::runtime_error("item " + std::to_string(k) + " was not recorded");
-              list.push_back(prepare(*item->second));
+              list.push_back(prepare(*item->second, a.name()));
             }
             out.stack.emplace_back(list);
           }

@@ -8,6 +8,7 @@
 #include <ATen/core/stack.h>
 
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -30,11 +31,21 @@ struct Arguments {
   std::vector<at::Tensor> floating;
 };
 
-// The arguments of forward record `r` for `schema`. `promote`: floating
-// tensors become float64 (complex: complex128). `grad`: floating tensors
-// become leaves that require grad (listed in `floating`), passed as clones
-// so in-place ops can write them. Throws std::runtime_error naming the
-// argument when one cannot be rebuilt.
-Arguments buildArguments(const format::OpRecord& r, const c10::FunctionSchema& schema, bool promote, bool grad);
+struct BuildOptions {
+  bool promote = false;  // floating tensors become float64 (complex: complex128)
+  // Floating tensors become leaves that require grad (listed in `floating`),
+  // passed as clones so in-place ops can write them; except the arguments
+  // named in `no_grad` (batch norm's running statistics), listed in
+  // `floating` all the same so that positions stay those of the schema.
+  bool grad = false;
+  std::set<std::string> no_grad;
+  // 10 (TF32), 7 (bfloat16), 0 (off): float32 factors of the op's products
+  // are first rounded to that many mantissa bits (replay/reduced_precision.h).
+  int round_mantissa = 0;
+};
+
+// The arguments of forward record `r` for `schema`. Throws
+// std::runtime_error naming the argument when one cannot be rebuilt.
+Arguments buildArguments(const format::OpRecord& r, const c10::FunctionSchema& schema, const BuildOptions& options);
 
 }  // namespace acc::replay

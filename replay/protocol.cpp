@@ -52,6 +52,7 @@ std::string encodeRequest(const Request& r) {
   format::ByteWriter w(out);
   w.varint(r.records.size());
   for (const format::OpRecord& op : r.records) putRecord(op, w);
+  w.u8(r.reduced_mantissa);
   return out;
 }
 
@@ -60,6 +61,7 @@ Request decodeRequest(std::string_view bytes) {
   Request req;
   const uint64_t n = r.varint();
   for (uint64_t i = 0; i < n; ++i) req.records.push_back(getRecord(r));
+  req.reduced_mantissa = r.u8();
   return req;
 }
 
@@ -68,9 +70,10 @@ std::string encodeOutcome(const Outcome& o) {
   format::ByteWriter w(out);
   w.u8(static_cast<uint8_t>(o.status));
   w.str(o.reason);
-  w.u8(static_cast<uint8_t>((o.has_same_dtype ? 1 : 0) | (o.has_float64 ? 2 : 0)));
+  w.u8(static_cast<uint8_t>((o.has_same_dtype ? 1 : 0) | (o.has_float64 ? 2 : 0) | (o.has_reduced ? 4 : 0)));
   if (o.has_same_dtype) putRecord(o.same_dtype, w);
   if (o.has_float64) putRecord(o.float64, w);
+  if (o.has_reduced) putRecord(o.reduced, w);
   w.str(o.float64_error);
   return out;
 }
@@ -85,8 +88,10 @@ Outcome decodeOutcome(std::string_view bytes) {
   const uint8_t parts = r.u8();
   o.has_same_dtype = (parts & 1) != 0;
   o.has_float64 = (parts & 2) != 0;
+  o.has_reduced = (parts & 4) != 0;
   if (o.has_same_dtype) o.same_dtype = getRecord(r);
   if (o.has_float64) o.float64 = getRecord(r);
+  if (o.has_reduced) o.reduced = getRecord(r);
   o.float64_error = r.str();
   return o;
 }

@@ -18,6 +18,10 @@ namespace acc::replay {
 // Tensors carry their data (level 2).
 struct Request {
   std::vector<format::OpRecord> records;
+  // Nonzero (10: TF32, 7: bfloat16): also run the op in float64 on float32
+  // factors rounded to this many mantissa bits, the precision the recorded
+  // run's settings allowed the op (analyzer/numeric_settings.h).
+  uint8_t reduced_mantissa = 0;
 };
 
 enum class Status : uint8_t {
@@ -33,8 +37,9 @@ const char* statusName(Status s);
 struct Outcome {
   Status status = Status::Failed;
   std::string reason;
-  bool has_same_dtype = false, has_float64 = false;
+  bool has_same_dtype = false, has_float64 = false, has_reduced = false;
   format::OpRecord same_dtype, float64;
+  format::OpRecord reduced;  // float64 on rounded factors (Request::reduced_mantissa)
   std::string float64_error;  // why there is no float64 run, when not
 };
 

@@ -10,6 +10,7 @@
 
 #include "recorder/dtypes.h"
 #include "replay/arguments.h"
+#include "replay/reduced_precision.h"
 
 namespace acc::replay {
 namespace {
@@ -79,9 +80,12 @@ void forEachResult(const torch::jit::Stack& stack, const std::function<void(uint
   }
 }
 
-format::OpRecord runForward(const format::OpRecord& r, const c10::OperatorHandle& op, bool promote) {
+format::OpRecord runForward(const format::OpRecord& r, const c10::OperatorHandle& op, bool promote, int round_mantissa) {
   at::NoGradGuard no_grad;
-  Arguments args = buildArguments(r, op.schema(), promote, false);
+  BuildOptions options;
+  options.promote = promote;
+  options.round_mantissa = round_mantissa;
+  Arguments args = buildArguments(r, op.schema(), options);
   op.callBoxed(&args.stack);
   format::OpRecord out = emptyLike(r);
   forEachResult(args.stack, [&](uint32_t p, uint32_t k, const at::Tensor& t) {
@@ -94,12 +98,38 @@ format::OpRecord runForward(const format::OpRecord& r, const c10::OperatorHandle
 // inputs requiring grad, then autograd with the recorded incoming gradients.
 // The node's outgoing gradients (grad_out position j) are those of the
 // forward op's j-th floating tensor argument: checked by shape.
+// The argument autograd refuses to differentiate ("... is not differentiable
+// with respect to argument 'running_mean'"), or "".
+std::string notDifferentiable(const std::string& message) {
+  const std::string key = "not differentiable with respect to argument '";
+  const size_t at = message.find(key);
+  if (at == std::string::npos) return "";
+  const size_t from = at + key.size(), to = message.find('\'', from);
+  return to == std::string::npos ? "" : message.substr(from, to - from);
+}
+
 format::OpRecord runBackward(const format::OpRecord& fwd, const format::OpRecord& bwd, const c10::OperatorHandle& op,
-                             bool promote) {
+                             bool promote, int round_mantissa) {
   at::AutoGradMode grad_mode(true);
-  Arguments args = buildArguments(fwd, op.schema(), promote, true);
-  if (args.floating.empty()) throw NotReplayable("the forward op has no floating-point input to differentiate");
-  op.callBoxed(&args.stack);
+  BuildOptions options;
+  options.promote = promote;
+  options.grad = true;
+  options.round_mantissa = round_mantissa;
+  Arguments args;
+  // Floating arguments the op does not differentiate (batch norm's running
+  // statistics) make it throw: run it again without their grad.
+  for (;;) {
+    args = buildArguments(fwd, op.schema(), options);
+    if (args.floating.empty()) throw NotReplayable("the forward op has no floating-point input to differentiate");
+    try {
+      op.callBoxed(&args.stack);
+      break;
+    } catch (const c10::Error& e) {
+      const std::string name = notDifferentiable(e.what());
+      if (name.empty() || options.no_grad.count(name) || options.no_grad.size() >= 8) throw;
+      options.no_grad.insert(name);
+    }
+  }
   std::map<std::pair<uint32_t, uint32_t>, const format::Tensor*> grad_in;
   for (const format::Tensor& t : bwd.tensors) {
     if (t.role == Role::GradIn) grad_in[{t.position, t.item}] = &t;
@@ -108,15 +138,26 @@ format::OpRecord runBackward(const format::OpRecord& fwd, const format::OpRecord
   forEachResult(args.stack, [&](uint32_t p, uint32_t k, const at::Tensor& t) {
     auto g = grad_in.find({p, k});
     if (g == grad_in.end() || !t.requires_grad()) return;
-    at::Tensor grad = tensorFromRecord(*g->second).to(t.scalar_type());
+    at::Tensor grad = tensorFromRecord(*g->second);
+    // The backward products' factors are the incoming gradients too.
+    if (round_mantissa && grad.scalar_type() == at::kFloat) roundMantissa(grad.data_ptr<float>(), grad.numel(), round_mantissa);
+    grad = grad.to(t.scalar_type());
     if (grad.sizes() != t.sizes()) throw NotReplayable("its incoming gradients do not match the forward op's outputs");
     outputs.push_back(t);
     grads.push_back(grad);
   });
   if (outputs.empty()) throw NotReplayable("no incoming gradient of a differentiable output was recorded");
-  std::vector<at::Tensor> result =
-      torch::autograd::grad(outputs, args.floating, grads, /*retain_graph=*/false, /*create_graph=*/false,
+  std::vector<at::Tensor> differentiated;  // the floating arguments that require grad
+  for (const at::Tensor& t : args.floating) {
+    if (t.requires_grad()) differentiated.push_back(t);
+  }
+  std::vector<at::Tensor> grads_of =
+      torch::autograd::grad(outputs, differentiated, grads, /*retain_graph=*/false, /*create_graph=*/false,
                             /*allow_unused=*/true);
+  std::vector<at::Tensor> result(args.floating.size());  // by position; undefined: no gradient
+  for (size_t i = 0, k = 0; i < args.floating.size(); ++i) {
+    if (args.floating[i].requires_grad()) result[i] = grads_of[k++];
+  }
   format::OpRecord out = emptyLike(bwd);
   for (const format::Tensor& t : bwd.tensors) {
     if (t.role != Role::GradOut) continue;
@@ -142,14 +183,19 @@ Outcome replayOp(const Request& request) {
     if (fwd.pass != format::Pass::Forward) throw NotReplayable("its forward record was not recorded");
     const c10::OperatorHandle op = findOp(fwd);
     checkReplayable(fwd, &op.schema());
-    auto run = [&](bool promote) {
-      return backward ? runBackward(fwd, request.records[1], op, promote) : runForward(fwd, op, promote);
+    auto run = [&](bool promote, int round_mantissa = 0) {
+      return backward ? runBackward(fwd, request.records[1], op, promote, round_mantissa)
+                      : runForward(fwd, op, promote, round_mantissa);
     };
     o.same_dtype = run(false);
     o.has_same_dtype = true;
     try {
       o.float64 = run(true);
       o.has_float64 = true;
+      if (request.reduced_mantissa) {
+        o.reduced = run(true, request.reduced_mantissa);
+        o.has_reduced = true;
+      }
     } catch (const std::exception& e) {
       o.float64_error = e.what();  // e.g. a kernel without a float64 version
     }

@@ -23,6 +23,7 @@ struct RecordMeta {
   uint64_t op_key = 0;     // hash of (op, pass)
   uint64_t shape_key = 0;  // hash of every tensor's (role, position, item, shape)
   uint64_t data_bytes = 0; // tensor data it holds (level 2)
+  bool off_cpu = false;    // a tensor on a device other than the CPU
 };
 
 RecordMeta recordMeta(const format::OpRecord& r);

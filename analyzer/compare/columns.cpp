@@ -18,6 +18,7 @@ std::string metric(const TensorMetrics& m, double v) {
 std::string replayText(const ReplayCheck& c) {
   std::string s = replayStateName(c.state);
   if (c.state == ReplayState::NotReplayable && !c.reason.empty()) s += ": " + c.reason;
+  if (!c.precision.empty()) s += " (at " + c.precision + ", allowed by " + c.precision_setting + ")";
   return s;
 }
 

@@ -142,20 +142,34 @@ std::string replayLines(const RecordComparison& r) {
     case ReplayState::Amplifies:
     case ReplayState::Reproduced:
       s = "replay reproduces it: DIR1's output is " + num(c.error1) + " off the float64 replay of its own inputs " +
-          "(tolerance " + num(c.tolerance) + "; DIR0's: " + num(c.error0) + "): the op amplifies its inputs' error";
+          "(tolerance " + num(c.tolerance) + "; DIR0's: " + num(c.error0) + "): " +
+          (c.precision.empty() ? "the op amplifies its inputs' error" : "not a wrong kernel");
       break;
   }
   s = "    " + s + "\n";
+  if (!c.precision.empty()) {
+    s += "    judged at " + c.precision + " precision, which " + c.precision_setting + " allows DIR1: " + c.precision +
+         " products alone are " + num(c.precision_error) + " off float64 here\n";
+  }
   if (!r.rerecord.empty()) {
     s += "    confirm by replay: record both runs again with " + r.rerecord + " and compare them\n";
   }
   return s;
 }
 
-// The short verdict on the terminal.
+std::string settingText(const nlohmann::json& v) { return v.is_null() ? "(not recorded)" : v.dump(); }
+
+// The short verdict on the terminal, after the numeric settings that differ
+// between the runs (the first thing to check when porting).
 void printVerdict(const CompareResult& r, const CompareCounts& c, const std::vector<std::string>& reports) {
   const RecordComparison* first = firstDivergence(r);
   std::ostringstream o;
+  if (!r.settings_differ.empty()) {
+    o << "acc-analyzer compare: the runs' numeric settings differ (check these first):\n";
+    for (const SettingDifference& d : r.settings_differ) {
+      o << "  " << d.setting << ": DIR0 " << settingText(d.dir0) << ", DIR1 " << settingText(d.dir1) << "\n";
+    }
+  }
   if (!first) {
     o << "acc-analyzer compare: no divergence: " << c.matched << " records, "
       << (c.pairs_compared + c.pairs_not_compared) << " tensor pairs (" << c.pairs_compared

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "analyzer/compare/align.h"
+#include "analyzer/compare/allowed_precision.h"
 #include "analyzer/compare/confirm.h"
 #include "analyzer/compare/origins.h"
 #include "analyzer/compare/report_set.h"
@@ -186,6 +187,20 @@ CompareResult compareRecordings(const CompareOptions& options) {
     plans.push_back(std::move(plan));
   }
 
+  for (const RankPlan& plan : plans) {
+    const nlohmann::json &m0 = plan.a->rank.manifest, &m1 = plan.b->rank.manifest;
+    if (&plan == &plans.front()) {
+      result.numerics0 = m0.value("numerics", nlohmann::json::object());
+      result.numerics1 = m1.value("numerics", nlohmann::json::object());
+    }
+    for (SettingDifference& d : settingDifferences(m0, m1)) {
+      auto same = [&](const SettingDifference& e) { return e.setting == d.setting; };
+      if (std::none_of(result.settings_differ.begin(), result.settings_differ.end(), same)) {
+        result.settings_differ.push_back(std::move(d));
+      }
+    }
+  }
+
   // Pass 2: tensor data, streamed, rank pair by rank pair.
   const unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
   StreamCounters counters;
@@ -215,6 +230,8 @@ CompareResult compareRecordings(const CompareOptions& options) {
     job.memory_budget = options.memory_budget;
     job.tick = tick;
     streamCompare(job, records, counters, result.problems);
+    judgeAtAllowedPrecision(records, plan.pairs, plan.a->records, plan.a->rank.manifest, plan.b->records,
+                            plan.b->rank.manifest, options.thresholds);
     judgeRecords(records, options.thresholds);
     if (options.replay) {
       if (!pool) pool = std::make_unique<replay::Pool>(options.replay_binary, threads);

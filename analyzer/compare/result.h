@@ -9,6 +9,9 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "analyzer/numeric_settings.h"
 #include "format/record.h"
 
 namespace acc::analyzer {
@@ -78,6 +81,10 @@ struct ReplayCheck {
   double cpu_error = std::numeric_limits<double>::quiet_NaN();     // a CPU kernel's error in DIR1's dtypes
   double error0 = std::numeric_limits<double>::quiet_NaN();        // DIR0's output vs its float64 replay
   double tolerance = std::numeric_limits<double>::quiet_NaN();     // error1 above it: the kernel is wrong
+  // Judged at a reduced precision the run's settings allow (TF32, bf16):
+  std::string precision;          // its name, "" at the recorded dtype's
+  std::string precision_setting;  // the setting that allows it
+  double precision_error = std::numeric_limits<double>::quiet_NaN();  // float64 on rounded factors vs float64
 };
 
 struct RecordComparison {
@@ -133,6 +140,10 @@ struct CompareResult {
   std::vector<std::string> filters;       // report filters in effect (--only-failed, ...);
                                           // `records` then holds the matching rows only
   uint64_t records0 = 0, records1 = 0;    // op records read in each recording
+  // The runs' numeric settings (manifest "numerics"; rank 0's, or the first
+  // rank pair's) and where any rank pair's differ: the first thing to check.
+  nlohmann::json numerics0 = nlohmann::json::object(), numerics1 = nlohmann::json::object();
+  std::vector<SettingDifference> settings_differ;
 
   const RecordComparison* firstOrigin() const {
     return origins.empty() ? nullptr : &records[origins.front()];

@@ -110,6 +110,11 @@ nlohmann::json replayJson(const ReplayCheck& c) {
   j["cpu_kernel_error"] = jsonNumber(c.cpu_error);
   j["error_dir0"] = jsonNumber(c.error0);
   j["tolerance"] = jsonNumber(c.tolerance);
+  if (!c.precision.empty()) {
+    j["precision"] = c.precision;
+    j["precision_setting"] = c.precision_setting;
+    j["precision_error"] = jsonNumber(c.precision_error);
+  }
   return j;
 }
 
@@ -224,6 +229,11 @@ nlohmann::json summaryJson(const CompareResult& r, const Thresholds& t, const Su
   if (r.origins.size() > kListed || r.unmatched.size() > kListed) {
     j["listed_at_most"] = kListed;
   }
+  nlohmann::json differ = nlohmann::json::array();
+  for (const SettingDifference& d : r.settings_differ) {
+    differ.push_back({{"setting", d.setting}, {"dir0", d.dir0}, {"dir1", d.dir1}});
+  }
+  j["settings"] = {{"differ", differ}, {"dir0", r.numerics0}, {"dir1", r.numerics1}};
   j["thresholds"] = thresholdsJson(t);
   j["op_list"] = context.op_list;
   j["filters"] = context.filters;

@@ -165,11 +165,13 @@ std::string applyThresholdFlag(Thresholds& t, const std::string& flag, const std
   return err.empty() ? "" : flag + ": " + err;
 }
 
-void judge(TensorPair& pair, const Thresholds& t) {
+void judge(TensorPair& pair, const Thresholds& t, Precision cap, const std::string& cap_label) {
   const TensorMetrics& m = pair.metrics;
-  const Precision precision = pairPrecision(pair.dtype0, pair.dtype1);
+  const Precision own = pairPrecision(pair.dtype0, pair.dtype1);
+  const bool capped = own != Precision::Exact && cap < own;
+  const Precision precision = capped ? cap : own;
   const Limits& l = t.of(precision);
-  const std::string where = std::string(" (") + precisionName(precision) + ")";
+  const std::string where = " (" + (capped ? cap_label : std::string(precisionName(precision))) + ")";
   pair.verdict = Verdict::Pass;
   pair.reason.clear();
   auto fail = [&](const std::string& why) {

@@ -49,6 +49,9 @@ bool isThresholdFlag(const std::string& flag);
 std::string applyThresholdFlag(Thresholds& t, const std::string& flag, const std::string& value);
 
 // Sets pair.verdict and pair.reason from pair.metrics (compared pairs only).
-void judge(TensorPair& pair, const Thresholds& t);
+// `cap`: judge at most at this precision (a float32 matmul that the run's
+// settings let compute in TF32 is judged as fp16, whose mantissa TF32
+// has), named `cap_label` in the reason.
+void judge(TensorPair& pair, const Thresholds& t, Precision cap = Precision::Float64, const std::string& cap_label = "");
 
 }  // namespace acc::analyzer

@@ -16,7 +16,10 @@
 //  - TESTDEV_WRONG_OP=name (e.g. gelu): that op's first output is scaled by
 //    (1 + TESTDEV_WRONG_SCALE, default 1e-3), a slightly wrong kernel;
 //  - TESTDEV_SUM_ORDER=reverse: sum() adds in reverse order, a right kernel
-//    that rounds differently.
+//    that rounds differently;
+//  - TESTDEV_MATMUL=tf32: mm, addmm and bmm round their float32 factors to
+//    TF32 (10 mantissa bits) first, as a GPU's tensor cores do where
+//    torch's settings allow TF32.
 //
 // Python: torch.ops.load_library(path); on torch 2.x tests/accelerator/
 // testdev.py also renames the backend to "testdev" (torch 1.13 has the key
@@ -37,6 +40,7 @@
 #include <cstring>
 #include <string>
 
+#include "replay/reduced_precision.h"
 #include "testdev_compat.h"
 
 #if TESTDEV_HAS_HOOKS
@@ -317,6 +321,23 @@ at::Tensor reversedSum(const at::Tensor& self, Optional<at::ScalarType> dtype) {
   return deviceAlias(dtype ? host.sum(*dtype) : host.sum());
 }
 
+// TESTDEV_MATMUL=tf32: the factors rounded to TF32 (copies: the caller's
+// tensors stay as they are), then the CPU kernel.
+void tf32Kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const auto& args = op.schema().arguments();
+  const size_t first = stack->size() - args.size();
+  const std::string name = op.schema().name();
+  for (size_t i = 0; i < args.size(); ++i) {
+    c10::IValue& v = (*stack)[first + i];
+    if (!v.isTensor() || !onDevice(v.toTensor()) || v.toTensor().scalar_type() != at::kFloat) continue;
+    if (!acc::replay::roundedArgument(name, args[i].name())) continue;
+    at::Tensor host = hostAlias(v.toTensor()).contiguous().clone();
+    acc::replay::roundMantissa(host.data_ptr<float>(), host.numel(), 10);
+    v = deviceAlias(host);
+  }
+  fallback(op, stack);
+}
+
 }  // namespace
 }  // namespace testdev
 
@@ -332,6 +353,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_local_scalar_dense", TORCH_FN(testdev::localScalarDense));
   const char* order = std::getenv("TESTDEV_SUM_ORDER");
   if (order != nullptr && std::strcmp(order, "reverse") == 0) m.impl("sum", TORCH_FN(testdev::reversedSum));
+  const char* matmul = std::getenv("TESTDEV_MATMUL");
+  if (matmul != nullptr && std::strcmp(matmul, "tf32") == 0) {
+    for (const char* name : {"mm", "addmm", "bmm"}) {
+      m.impl(name, torch::CppFunction::makeFromBoxedFunction<&testdev::tf32Kernel>());
+    }
+  }
   const char* wrong = std::getenv("TESTDEV_WRONG_OP");
   if (wrong != nullptr && *wrong != '\0') {
     m.impl(wrong, torch::CppFunction::makeFromBoxedFunction<&testdev::wrongKernel>());

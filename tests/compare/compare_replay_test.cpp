@@ -16,25 +16,8 @@
 namespace acc::test {
 namespace {
 
-struct Analysis {
-  RunResult run;
-  nlohmann::json summary;
-};
-
-Analysis analyze(const std::vector<std::string>& args, const std::string& out) {
-  Analysis a;
-  std::vector<std::string> argv = args;
-  argv.insert(argv.end(), {"-o", out});
-  a.run = analyzer(argv);
-  if (exists(out + "/summary.json")) a.summary = nlohmann::json::parse(readFile(out + "/summary.json"));
-  return a;
-}
-
-// A run of benign_train.py at `level` with `env`, cached per build.
 std::string run(const std::string& name, const std::string& level, std::map<std::string, std::string> env = {}) {
-  env["ACC_LEVEL"] = level;
-  if (env.count("DEVICE")) env["TESTDEV_LIB"] = ACC_TESTDEV_LIB;
-  return cachedRecording("benign_" + name + "_l" + level, testScript("benign_train.py"), env);
+  return benignRun(name, level, std::move(env));
 }
 
 std::map<std::string, std::string> wrong(const std::string& op) {

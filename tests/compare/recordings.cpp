@@ -106,3 +106,22 @@ RunResult analyzer(const std::vector<std::string>& args) {
 }
 
 }  // namespace acc::test
+
+namespace acc::test {
+
+Analysis analyze(const std::vector<std::string>& args, const std::string& out) {
+  Analysis a;
+  std::vector<std::string> argv = args;
+  argv.insert(argv.end(), {"-o", out});
+  a.run = analyzer(argv);
+  if (exists(out + "/summary.json")) a.summary = nlohmann::json::parse(readFile(out + "/summary.json"));
+  return a;
+}
+
+std::string benignRun(const std::string& name, const std::string& level, std::map<std::string, std::string> env) {
+  env["ACC_LEVEL"] = level;
+  if (env.count("DEVICE")) env["TESTDEV_LIB"] = ACC_TESTDEV_LIB;
+  return cachedRecording("benign_" + name + "_l" + level, testScript("benign_train.py"), env);
+}
+
+}  // namespace acc::test

@@ -34,4 +34,16 @@ std::string cachedRecording(const std::string& name, const std::string& script,
 // Runs build/bin/acc-analyzer with `args`.
 RunResult analyzer(const std::vector<std::string>& args);
 
+// An analyzer command writing its reports to `out`, with its summary.json
+// (null when it wrote none).
+struct Analysis {
+  RunResult run;
+  nlohmann::json summary;
+};
+Analysis analyze(const std::vector<std::string>& args, const std::string& out);
+
+// A run of tests/scripts/benign_train.py at ACC_LEVEL `level` with `env`
+// (DEVICE=testdev loads the test accelerator), cached per build.
+std::string benignRun(const std::string& name, const std::string& level, std::map<std::string, std::string> env = {});
+
 }  // namespace acc::test

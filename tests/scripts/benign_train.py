@@ -12,6 +12,13 @@ Options (environment, so the script never changes between runs):
              TESTDEV_SUM_ORDER=reverse changes its summation order,
              TESTDEV_WRONG_OP=op makes one kernel wrong)
   STEPS      training steps (default 3)
+  MATMUL_PRECISION  torch.set_float32_matmul_precision(value) ("high" lets
+             a device's float32 matmuls use TF32; testdev does with
+             TESTDEV_MATMUL=tf32)
+  MATMUL_PRECISION_LATER  the same, set after the first step
+  DETERMINISTIC=1   torch.use_deterministic_algorithms(True)
+  AUTOCAST   a dtype (e.g. bfloat16): the head runs under torch.autocast
+             on the model's device type
 Prints "step N loss X" per step.
 """
 import os
@@ -30,6 +37,10 @@ def main():
     if device == "testdev":
         import testdev
         device = testdev.load(os.environ["TESTDEV_LIB"])
+    if "MATMUL_PRECISION" in os.environ:
+        torch.set_float32_matmul_precision(os.environ["MATMUL_PRECISION"])
+    if os.environ.get("DETERMINISTIC") == "1":
+        torch.use_deterministic_algorithms(True)
     torch.manual_seed(0)
     # The first Linear's bias feeds a BatchNorm, which removes it again: its
     # true gradient is 0 and its computed one pure rounding noise, which
@@ -53,9 +64,17 @@ def main():
         # One op per parameter on every device and torch version (torch 2.x
         # would pick foreach ops on an accelerator only).
         opt = torch.optim.AdamW(params, lr=1e-3, foreach=False)
+    autocast = os.environ.get("AUTOCAST")
     for step in range(steps):
+        if step == 1 and "MATMUL_PRECISION_LATER" in os.environ:
+            torch.set_float32_matmul_precision(os.environ["MATMUL_PRECISION_LATER"])
         opt.zero_grad()
-        out = head(torch.tanh_(model(x)))
+        hidden = torch.tanh_(model(x))
+        if autocast:
+            with torch.autocast(x.device.type, dtype=getattr(torch, autocast)):
+                out = head(hidden).float()
+        else:
+            out = head(hidden)
         # torch.sum: TESTDEV_SUM_ORDER=reverse makes the test accelerator's
         # kernel add in another order.
         loss = ((out - y) ** 2).sum() / out.numel()

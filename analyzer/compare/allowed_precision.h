@@ -1,0 +1,25 @@
+// compare at level 1 and 2: a matmul- or conv-like op whose run's settings
+// let it compute float32 products in TF32 or bfloat16 (on a device) is
+// judged at that precision, not at float32's: a TF32 matmul's rounding is
+// not a wrong kernel (docs/METRICS.md, "Precision settings").
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <vector>
+
+#include "analyzer/compare/align.h"
+#include "analyzer/compare/result.h"
+#include "analyzer/compare/thresholds.h"
+
+namespace acc::analyzer {
+
+// Re-judges the produced tensors (outputs, grad_out) of records[k], the
+// pair (metas0[pairs[k].i0], metas1[pairs[k].i1]), that fail or warn at
+// their dtype's precision but may use a reduced one on either side.
+void judgeAtAllowedPrecision(std::vector<RecordComparison>& records, const std::vector<AlignedPair>& pairs,
+                             const std::vector<RecordMeta>& metas0, const nlohmann::json& manifest0,
+                             const std::vector<RecordMeta>& metas1, const nlohmann::json& manifest1,
+                             const Thresholds& thresholds);
+
+}  // namespace acc::analyzer

@@ -1,0 +1,46 @@
+// A recording's numeric settings (manifest "numerics", docs/FORMAT.md): where
+// two runs' settings differ, and the reduced float32 precision (TF32, or
+// bfloat16 at float32_matmul_precision "medium") they allow matmul- and
+// conv-like ops on a device (docs/METRICS.md, "Precision settings").
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "format/record.h"
+
+namespace acc::analyzer {
+
+struct SettingDifference {
+  std::string setting;         // e.g. torch.backends.cuda.matmul.allow_tf32
+  nlohmann::json dir0, dir1;   // null where a run did not record it
+};
+
+// Settings whose values differ between two manifests' "numerics" (the list
+// of settings that changed during a run is compared too).
+std::vector<SettingDifference> settingDifferences(const nlohmann::json& manifest0, const nlohmann::json& manifest1);
+
+// Ops whose float32 kernels may use TF32 tensor cores when the settings
+// allow it: cuBLAS matmuls (and ops made of them), cuDNN convolutions.
+bool isMatmulLike(const std::string& op);
+bool isConvLike(const std::string& op);
+
+// The precision an op may compute float32 products at.
+struct AllowedPrecision {
+  int mantissa_bits = 0;  // explicit mantissa bits: 10 (TF32), 7 (bfloat16); 0: full float32
+  std::string name;       // "tf32", "bf16"; "" for full float32
+  std::string setting;    // the setting that allows it, as the manifest names it
+  bool reduced() const { return mantissa_bits != 0; }
+};
+
+// For forward op `op` (a backward record: its forward op) recorded with
+// tensors on a device other than the CPU (TF32 is a device feature) under
+// the settings of `manifest`.
+AllowedPrecision allowedPrecision(const nlohmann::json& manifest, const std::string& op, bool off_cpu);
+
+// True when one of the record's tensors is on a device other than the CPU.
+bool offCpu(const format::OpRecord& r);
+
+}  // namespace acc::analyzer
