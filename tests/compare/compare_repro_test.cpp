@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <sstream>
 
 #include "tests/compare/recordings.h"
 
@@ -15,6 +16,19 @@ namespace {
 
 std::map<std::string, std::string> wrong(const std::string& op) {
   return {{"DEVICE", "testdev"}, {"TESTDEV_WRONG_OP", op}};
+}
+
+// The name of the first record of `op` and `pass` (op numbers differ
+// between torch versions).
+std::string firstRecord(const std::string& dir, const std::string& op, const std::string& pass) {
+  RunResult list = analyzer({"list", dir, "--json"});
+  std::istringstream lines(list.out);
+  for (std::string line; std::getline(lines, line);) {
+    const nlohmann::json r = nlohmann::json::parse(line, nullptr, false);
+    if (r.is_object() && r["op"] == op && r["pass"] == pass) return r["name"];
+  }
+  ADD_FAILURE() << "no " << op << " " << pass << " record in " << dir;
+  return "";
 }
 
 // The first deviating record check finds in `dir`, with its error.
@@ -109,7 +123,9 @@ TEST(Repro, ReproducesAWrongBackwardKernel) {
 // with keyword-only arguments and list arguments run too.
 TEST(Repro, RunsOpsWithRunningStatisticsAndKeywordArguments) {
   const std::string dir = benignRun("threads1", "2");
-  for (const char* name : {"aten::batch_norm.80.bwd", "aten::addcdiv_.174.fwd", "aten::sum.88.fwd"}) {
+  for (const auto& [op, pass] : std::vector<std::pair<std::string, std::string>>{
+           {"aten::batch_norm", "bwd"}, {"aten::addcdiv_", "fwd"}, {"aten::sum", "fwd"}}) {
+    const std::string name = firstRecord(dir, op, pass);
     SCOPED_TRACE(name);
     TempDir out;
     RunResult written = analyzer({"repro", dir, name, "-o", out.path()});
@@ -130,11 +146,12 @@ TEST(Repro, SaysWhyItCannot) {
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find("no record named aten::gelu.9999.fwd"), std::string::npos) << missing.err;
   EXPECT_NE(missing.err.find("did you mean: aten::gelu."), std::string::npos) << missing.err;
-  RunResult level1 = analyzer({"repro", benignRun("threads1", "1"), "aten::gelu.81.fwd", "-o", out.path()});
+  const std::string level1_dir = benignRun("threads1", "1");
+  RunResult level1 = analyzer({"repro", level1_dir, firstRecord(level1_dir, "aten::gelu", "fwd"), "-o", out.path()});
   EXPECT_EQ(level1.exit_code, 2);
   EXPECT_NE(level1.err.find("cannot be re-run: its inputs were recorded without their values"), std::string::npos)
       << level1.err;
-  RunResult no_out = analyzer({"repro", dir, "aten::gelu.81.fwd"});
+  RunResult no_out = analyzer({"repro", dir, firstRecord(dir, "aten::gelu", "fwd")});
   EXPECT_EQ(no_out.exit_code, 2);
   EXPECT_NE(no_out.err.find("-o OUT is required"), std::string::npos) << no_out.err;
 }
