@@ -15,12 +15,12 @@ import argparse
 import json
 import os
 import re
-import resource
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
+
+from analyzer_run import timed_analyzer
 
 
 def main():
@@ -53,26 +53,18 @@ def main():
     cmd = [analyzer, "check", recording, "-o", os.path.join(work, "report"), "--json"]
     if args.threads:
         cmd += ["--threads", str(args.threads)]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.monotonic()
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    wall = time.monotonic() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if r.returncode not in (0, 1):
-        sys.exit(f"check failed ({r.returncode}): {r.stderr}")
-    summary = json.loads(r.stdout)
+    summary, returncode, wall, cpu, peak_mb = timed_analyzer(cmd, "check")
     records = summary["counts"]["records0"]
     not_replayable = sum(summary["not_replayable"].values())
     data = summary["counts"]["bytes_compared"]
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     size = os.path.getsize(os.path.join(recording, "rank0", "records.acc"))
     print(f"recording: {records} records of {args.steps} resnet18 steps (batch 8, 112x112), "
           f"{size / 1e9:.2f} GB compressed; {records - not_replayable} replayed, {not_replayable} not replayable")
     print(f"check: wall {wall:.1f} s -> {records / wall:.0f} records/s, {data / wall / 1e6:.0f} MB/s of recorded "
           f"tensor data; CPU {cpu:.1f} s ({cpu / wall:.2f} cores busy, {os.cpu_count()} cores)")
-    print(f"peak memory of one process {after.ru_maxrss / 1024:.0f} MB; the recorded steps trained in {train:.2f} s "
+    print(f"peak memory of one process {peak_mb:.0f} MB; the recorded steps trained in {train:.2f} s "
           f"(check takes {wall / train:.0f}x that)" if train > 0 else "")
-    print(f"verdict: exit {r.returncode}, {summary['counts']['origins']} deviating op(s)")
+    print(f"verdict: exit {returncode}, {summary['counts']['origins']} deviating op(s)")
     if not args.keep:
         shutil.rmtree(work)
 

@@ -21,12 +21,12 @@ machine (msprobe: 0.1-0.3 GB/s on 192 cores).
 """
 import argparse
 import os
-import resource
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
+
+from analyzer_run import timed_analyzer
 
 WORKLOAD = r"""
 import os, torch
@@ -83,22 +83,13 @@ def main():
            "--json", "--memory-mb", str(args.memory_mb)]
     if args.threads:
         cmd += ["--threads", str(args.threads)]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.monotonic()
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    wall = time.monotonic() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if r.returncode not in (0, 1):
-        sys.exit(f"compare failed ({r.returncode}): {r.stderr}")
-    import json
-    summary = json.loads(r.stdout)
+    summary, _, wall, cpu, peak_mb = timed_analyzer(cmd, "compare")
     data = summary["counts"]["bytes_compared"]
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     files = sum(os.path.getsize(os.path.join(runs[d], "rank0", "records.acc")) for d in runs)
     print(f"tensor data compared: {data / 1e9:.2f} GB (both sides; records files {files / 1e9:.2f} GB compressed)")
     print(f"wall {wall:.2f} s -> {data / wall / 1e9:.2f} GB/s; CPU {cpu:.2f} s ({cpu / wall:.2f} cores busy,"
           f" {data / cpu / 1e9:.2f} GB per CPU-second); cores: {os.cpu_count()}")
-    print(f"peak memory {after.ru_maxrss / 1024:.0f} MB (budget --memory-mb {args.memory_mb})")
+    print(f"peak memory {peak_mb:.0f} MB (budget --memory-mb {args.memory_mb})")
     first = summary.get("first_divergence") or {}
     print(f"first divergence: {first.get('name')} (origin: {first.get('origin')})")
     if not args.keep:

@@ -14,6 +14,9 @@
 namespace acc::test {
 namespace {
 
+// Torch 2.9's fp32_precision API, recorded where torch has it.
+constexpr const char* kNewMatmulApi = "torch.backends.cuda.matmul.fp32_precision";
+
 nlohmann::json numericsOf(const std::string& dir) {
   return nlohmann::json::parse(readFile(dir + "/rank0/manifest.json"))["numerics"];
 }
@@ -55,10 +58,11 @@ TEST(Settings, ManifestHoldsTheRunsNumericSettings) {
       "autocast_later", "1", {{"AUTOCAST", "bfloat16"}, {"MATMUL_PRECISION_LATER", "medium"}, {"DETERMINISTIC", "1"}}));
   EXPECT_EQ(mixed["autocast"], nlohmann::json::array({"cpu:bfloat16"})) << mixed;
   EXPECT_EQ(mixed["torch.get_float32_matmul_precision"], "medium");
-  // allow_tf32 follows the matmul precision in torch.
-  EXPECT_EQ(mixed["changed"],
-            nlohmann::json::array({"torch.backends.cuda.matmul.allow_tf32", "torch.get_float32_matmul_precision"}))
-      << mixed;
+  // allow_tf32 (and from torch 2.9 on the new API's fp32_precision) follows
+  // the matmul precision in torch.
+  nlohmann::json changed = {"torch.backends.cuda.matmul.allow_tf32", "torch.get_float32_matmul_precision"};
+  if (mixed.contains(kNewMatmulApi)) changed.insert(changed.begin() + 1, kNewMatmulApi);
+  EXPECT_EQ(mixed["changed"], changed) << mixed;
   EXPECT_EQ(mixed["torch.are_deterministic_algorithms_enabled"], true);
 }
 
@@ -76,13 +80,17 @@ TEST(Settings, RunsThatDifferOnlyInSettingsShowThemFirst) {
   EXPECT_EQ(second, "  torch.are_deterministic_algorithms_enabled: DIR0 false, DIR1 true") << c.run.out;
   EXPECT_NE(c.run.out.find("  torch.get_float32_matmul_precision: DIR0 \"highest\", DIR1 \"high\""), std::string::npos);
 
+  // allow_tf32 (and torch 2.9's fp32_precision) follow the matmul precision.
   const nlohmann::json& differ = c.summary["settings"]["differ"];
-  ASSERT_EQ(differ.size(), 3u) << differ;  // allow_tf32 follows the matmul precision
-  EXPECT_EQ(differ[0]["setting"], "torch.are_deterministic_algorithms_enabled");
+  nlohmann::json names = nlohmann::json::array();
+  for (const nlohmann::json& d : differ) names.push_back(d["setting"]);
+  nlohmann::json expected = {"torch.are_deterministic_algorithms_enabled", "torch.backends.cuda.matmul.allow_tf32",
+                             "torch.get_float32_matmul_precision"};
+  if (c.summary["settings"]["dir1"].contains(kNewMatmulApi)) expected.insert(expected.begin() + 2, kNewMatmulApi);
+  EXPECT_EQ(names, expected) << differ;
+  ASSERT_FALSE(differ.empty());
   EXPECT_EQ(differ[0]["dir0"], false);
   EXPECT_EQ(differ[0]["dir1"], true);
-  EXPECT_EQ(differ[1]["setting"], "torch.backends.cuda.matmul.allow_tf32");
-  EXPECT_EQ(differ[2]["setting"], "torch.get_float32_matmul_precision");
   EXPECT_EQ(c.summary["settings"]["dir1"]["torch.get_float32_matmul_precision"], "high");
 
   // The HTML report shows them above the verdict.
