@@ -60,8 +60,9 @@ def main():
     size = os.path.getsize(os.path.join(recording, "rank0", "records.acc"))
     print(f"recording: {records} records of {args.steps} resnet18 steps (batch 8, 112x112), "
           f"{size / 1e9:.2f} GB compressed; {records - not_replayable} replayed, {not_replayable} not replayable")
-    print(f"check: wall {wall:.1f} s -> {records / wall:.0f} records/s, {data / wall / 1e6:.0f} MB/s of recorded "
-          f"tensor data; CPU {cpu:.1f} s ({cpu / wall:.2f} cores busy, {os.cpu_count()} cores)")
+    print(f"check: wall {wall:.1f} s -> {records / wall:.0f} records/s, {size / wall / 1e6:.0f} MB/s of the "
+          f"recording ({data / wall / 1e6:.0f} MB/s of produced tensors compared); CPU {cpu:.1f} s "
+          f"({cpu / wall:.2f} cores busy, {os.cpu_count()} cores)")
     print(f"peak memory of one process {peak_mb:.0f} MB; the recorded steps trained in {train:.2f} s "
           f"(check takes {wall / train:.0f}x that)" if train > 0 else "")
     print(f"verdict: exit {returncode}, {summary['counts']['origins']} deviating op(s)")

@@ -1,6 +1,7 @@
 #include "replay/replay_op.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/SequenceNumber.h>
 #include <ATen/core/grad_mode.h>
 #include <torch/csrc/autograd/autograd.h>
 
@@ -122,7 +123,14 @@ format::OpRecord runBackward(const format::OpRecord& fwd, const format::OpRecord
     args = buildArguments(fwd, op.schema(), options);
     if (args.floating.empty()) throw NotReplayable("the forward op has no floating-point input to differentiate");
     try {
+      const uint64_t first_node = at::sequence_number::peek();
       op.callBoxed(&args.stack);
+      // A composite op (cross_entropy_loss: log_softmax, then nll_loss)
+      // makes several autograd nodes; the record is one of them, whose
+      // gradients are not the op's even where their shapes agree.
+      if (const uint64_t nodes = at::sequence_number::peek() - first_node; nodes > 1) {
+        throw NotReplayable("one of " + std::to_string(nodes) + " autograd nodes of a composite op (" + bwd.grad_fn + ")");
+      }
       break;
     } catch (const c10::Error& e) {
       const std::string name = notDifferentiable(e.what());

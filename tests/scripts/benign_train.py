@@ -17,6 +17,8 @@ Options (environment, so the script never changes between runs):
              TESTDEV_MATMUL=tf32)
   MATMUL_PRECISION_LATER  the same, set after the first step
   DETERMINISTIC=1   torch.use_deterministic_algorithms(True)
+  LOSS       mse (default) or cross_entropy (a composite op: its backward
+             is two autograd nodes)
   AUTOCAST   a dtype (e.g. bfloat16): the head runs under torch.autocast
              on the model's device type
 Prints "step N loss X" per step.
@@ -77,7 +79,10 @@ def main():
             out = head(hidden)
         # torch.sum: TESTDEV_SUM_ORDER=reverse makes the test accelerator's
         # kernel add in another order.
-        loss = ((out - y) ** 2).sum() / out.numel()
+        if os.environ.get("LOSS") == "cross_entropy":
+            loss = torch.nn.functional.cross_entropy(out, y.argmax(1))
+        else:
+            loss = ((out - y) ** 2).sum() / out.numel()
         loss.backward()
         opt.step()
         print(f"step {step} loss {loss.item():.9g}", flush=True)
