@@ -120,8 +120,15 @@ def read_manifest(out_dir):
 
 def workload_env(args, script_path):
     """The bundled scripts' options (both sets for a script of another name)."""
-    resnet = {"RESNET_STEPS": str(args.steps), "RESNET_BATCH": str(args.batch), "RESNET_SIZE": str(args.size)}
+    resnet = {"RESNET_STEPS": str(args.steps), "RESNET_BATCH": str(args.batch), "RESNET_SIZE": str(args.size),
+              "RESNET_OPTIM": args.optim}
     mlp = {"MLP_STEPS": str(args.steps)}
+    lm = {"LM_STEPS": str(args.steps)}
+    threads = {"OMP_NUM_THREADS": str(args.threads)} if args.threads else {}
+    return {**threads, **script_env(args, script_path, resnet, mlp, lm)}
+
+
+def script_env(args, script_path, resnet, mlp, lm):
     name = os.path.basename(script_path)
     if name == "device_train.py":
         return {"STEPS": str(args.steps), "LAYERS": "8", "WIDTH": "512", "BATCH": "256", **device_env(args)}
@@ -129,7 +136,9 @@ def workload_env(args, script_path):
         return resnet
     if name == "mlp_train.py":
         return mlp
-    return {**resnet, **mlp}
+    if name == "transformer_train.py":
+        return lm
+    return {**resnet, **mlp, **lm}
 
 
 def device_env(args):
@@ -223,7 +232,7 @@ def summarize(config, runs, per_step):
         written = [c.get("written") for c in counts]
         row["records_written"] = written[-1]
         row["records_written_all_runs"] = written
-        for key in ("dropped", "capture_errors", "bytes"):
+        for key in ("dropped", "capture_errors", "bytes", "ops_seen"):
             row[key] = counts[-1].get(key)
     else:
         row["records_written"] = None
@@ -232,14 +241,16 @@ def summarize(config, runs, per_step):
 
 def format_table(rows, per_step):
     metric = "median s/step" if per_step else "median s/run"
-    header = ["configuration", metric, "min", "max", "ratio", "records written"]
+    header = ["configuration", metric, "min", "max", "ratio", "per-op ns", "MB/step", "records written"]
     lines = []
     for r in rows:
         written = "-" if r["records_written"] is None else str(r["records_written"])
         if r["level"] is not None and len(set(r["records_written_all_runs"])) > 1:
             written += " (varied: " + ",".join(str(w) for w in r["records_written_all_runs"]) + ")"
+        per_op = "-" if r.get("per_op_ns") is None else f"{r['per_op_ns']:.0f}"
+        per_step_mb = "-" if r.get("bytes_per_step") is None else f"{r['bytes_per_step'] / 1e6:.2f}"
         lines.append([r["config"], f"{r['median']:.4f}", f"{r['min']:.4f}", f"{r['max']:.4f}",
-                      f"{r['ratio']:.2f}x", written])
+                      f"{r['ratio']:.2f}x", per_op, per_step_mb, written])
     widths = [max(len(h), *(len(l[i]) for l in lines)) for i, h in enumerate(header)]
     out = []
     def fmt(cells):
@@ -261,11 +272,16 @@ def main(argv):
         epilog="Example: /usr/bin/python3 bench/overhead.py --levels 0,1 --repeats 5")
     parser.add_argument("--script", default=DEFAULT_SCRIPT,
                         help=f"training script, relative to the repo root or absolute (default {DEFAULT_SCRIPT}; "
-                             "or examples/mlp_train.py)")
+                             "or examples/transformer_train.py, examples/mlp_train.py)")
     parser.add_argument("--levels", default="0,1,2", help="ACC_LEVEL values to record at (default 0,1,2)")
     parser.add_argument("--repeats", type=int, default=3, help="runs per configuration (default 3)")
     parser.add_argument("--steps", type=int, default=4,
                         help="training steps per run, RESNET_STEPS / MLP_STEPS (default 4; step 0 is not timed)")
+    parser.add_argument("--optim", choices=("adamw", "sgd"), default="adamw",
+                        help="resnet_train.py's optimizer, RESNET_OPTIM (default adamw)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="intra-op threads of the training script, OMP_NUM_THREADS (default 1; 0: torch's "
+                             "default)")
     parser.add_argument("--batch", type=int, default=8, help="RESNET_BATCH (default 8)")
     parser.add_argument("--size", type=int, default=112, help="RESNET_SIZE, image side (default 112)")
     parser.add_argument("--lib", help="libacc.so to preload (default ./build/lib/libacc.so in the repo)")
@@ -348,6 +364,13 @@ def main(argv):
         base = rows[0]["median"]
         for r in rows:
             r["ratio"] = r["median"] / base if base > 0 else float("nan")
+            # What the recorder costs per op the script runs, and writes per
+            # step (every step recorded; step 0's ops counted too).
+            if r["level"] is not None and r.get("ops_seen"):
+                ops_per_step = r["ops_seen"] / args.steps
+                r["ops_per_step"] = ops_per_step
+                r["per_op_ns"] = (r["median"] - base) / ops_per_step * 1e9 if per_step else None
+                r["bytes_per_step"] = (r.get("bytes") or 0) / args.steps
 
         timing_note = ("time per training step, parsed from the script's `step N ... time T` lines "
                        "(step 0, the warm-up, is skipped); process start-up and `import torch` excluded"
@@ -363,6 +386,8 @@ def main(argv):
             "torch_interop_threads": info["interop_threads"],
             "lib": args.lib if levels else None,
             "steps": args.steps,
+            "threads": args.threads,
+            "optim": args.optim,
             "batch": args.batch,
             "size": args.size,
             "repeats": args.repeats,
@@ -381,7 +406,8 @@ def main(argv):
         else:
             print(f"command:    {command_line}")
             print(f"torch:      {info['version']} ({python}), {info['threads']} threads (torch default), "
-                  f"{info['interop_threads']} inter-op")
+                  f"{info['interop_threads']} inter-op; runs use "
+                  + (f"OMP_NUM_THREADS={args.threads}" if args.threads else "torch's default"))
             is_resnet = os.path.basename(script_path) == "resnet_train.py"
             workload = (f"steps={args.steps} batch={args.batch} size={args.size}" if is_resnet
                         else f"steps={args.steps}")

@@ -7,6 +7,8 @@ Options (environment):
   RESNET_STEPS   training steps (default 2)
   RESNET_BATCH   batch size (default 4)
   RESNET_SIZE    image side in pixels (default 64)
+  RESNET_OPTIM   sgd (default, with momentum) or adamw (one op per
+                 parameter: foreach=False)
 """
 import os
 import sys
@@ -22,7 +24,10 @@ def main():
     size = int(os.environ.get("RESNET_SIZE", "64"))
     torch.manual_seed(0)
     model = torchvision.models.resnet18(num_classes=10)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    if os.environ.get("RESNET_OPTIM", "sgd") == "adamw":
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, foreach=False)
+    else:
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     images = torch.randn(batch, 3, size, size)
     labels = torch.randint(0, 10, (batch,))
     for step in range(steps):
