@@ -64,5 +64,28 @@ TEST(Programs, Resnet18TrainingStepsAreRecordedWithoutChangingThem) {
   EXPECT_EQ(rec.manifest["counts"]["dropped"], 0);
 }
 
+// The benchmark's per-op workload (bench/overhead.py): a transformer LM with
+// AdamW, one op per parameter. Recorded at level 2, its losses stay those of
+// the unrecorded run, and every parameter's update is recorded every step.
+TEST(Programs, TransformerLmWithAdamWIsRecordedWithoutChangingIt) {
+  const std::map<std::string, std::string> env = {{"LM_STEPS", "3"}};
+  RunResult plain = runPythonPlain(example("transformer_train.py"), env);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  TempDir dir;
+  std::map<std::string, std::string> recorded = env;
+  recorded["ACC_LEVEL"] = "2";
+  RunResult r = recordPython(example("transformer_train.py"), dir.path(), recorded);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(lossLines(r.out), lossLines(plain.out));
+  EXPECT_EQ(lossLines(plain.out).size(), 3u);
+  Recording rec = readRank(dir / "rank0");
+  for (int64_t step : {0, 1, 2}) {
+    size_t updates = 0;
+    for (const auto& rr : rec.records) updates += rr.step == step && rr.op == "aten::addcdiv_";
+    EXPECT_EQ(updates, 27u) << "step " << step;  // embedding, 2 x 12 per encoder layer, head weight and bias
+  }
+  EXPECT_EQ(rec.manifest["counts"]["dropped"], 0);
+}
+
 }  // namespace
 }  // namespace acc::test
