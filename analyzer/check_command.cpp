@@ -316,28 +316,19 @@ int checkCommand(const std::vector<std::string>& argv) {
   for (const std::string& p : result.problems) std::cerr << "acc-analyzer: " << p << "\n";
   const int exit_code = !result.problems.empty() ? kExitInput : result.origins.empty() ? kExitOk : kExitFound;
 
-  ReportSet reports;
-  if (std::string err = openReportSet(a.out, reports); !err.empty()) {
-    std::cerr << "acc-analyzer: " << err << "\n";
-    return kExitInput;
-  }
-  SummaryContext context;
-  context.exit_code = exit_code;
-  context.filters = a.filter.describe();
-  context.op_list = a.op_list;
-  context.reports = reports.json();
-  nlohmann::json summary = summaryJson(result, a.thresholds, context);
-  summary["format"] = "acc-check-summary";
-  summary["not_replayable"] = why_not;
-  const CompareResult shown = a.filter.active() ? filterResult(result, a.filter) : CompareResult();
-  if (std::string err = writeReportSet(reports, summary, a.filter.active() ? shown : result); !err.empty()) {
+  WrittenReports reports;
+  auto checkKeys = [&](nlohmann::json& summary) {
+    summary["format"] = "acc-check-summary";
+    summary["not_replayable"] = why_not;
+  };
+  if (std::string err = writeReports(a, result, exit_code, checkKeys, reports); !err.empty()) {
     std::cerr << "acc-analyzer: " << err << "\n";
     return kExitInput;
   }
   if (a.json) {
-    std::cout << summary.dump(2) << "\n";
+    std::cout << reports.summary.dump(2) << "\n";
   } else {
-    printVerdict(result, why_not, reports.list());
+    printVerdict(result, why_not, reports.paths);
   }
   std::cout.flush();
   return exit_code;

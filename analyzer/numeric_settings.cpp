@@ -88,9 +88,12 @@ AllowedPrecision allowedPrecision(const nlohmann::json& manifest, const std::str
   return p;
 }
 
+bool offCpu(const format::Tensor& t) { return !t.device.empty() && t.device.rfind("cpu", 0) != 0; }
+
 bool offCpu(const format::OpRecord& r) {
-  return std::any_of(r.tensors.begin(), r.tensors.end(),
-                     [](const format::Tensor& t) { return !t.device.empty() && t.device.rfind("cpu", 0) != 0; });
+  return std::any_of(r.tensors.begin(), r.tensors.end(), [](const format::Tensor& t) { return offCpu(t); });
 }
+
+std::string settingText(const nlohmann::json& value) { return value.is_null() ? "(not recorded)" : value.dump(); }
 
 }  // namespace acc::analyzer

@@ -40,7 +40,12 @@ struct AllowedPrecision {
 // the settings of `manifest`.
 AllowedPrecision allowedPrecision(const nlohmann::json& manifest, const std::string& op, bool off_cpu);
 
-// True when one of the record's tensors is on a device other than the CPU.
+// True when the tensor is on a device other than the CPU (one of the
+// record's tensors, for a record).
+bool offCpu(const format::Tensor& t);
 bool offCpu(const format::OpRecord& r);
+
+// A setting's value as the reports show it: its JSON, or "(not recorded)".
+std::string settingText(const nlohmann::json& value);
 
 }  // namespace acc::analyzer

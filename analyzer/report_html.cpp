@@ -136,10 +136,9 @@ std::string settingsSection(const CompareResult& result) {
   if (result.settings_differ.empty()) return "";
   std::string s = "<section id=\"settings\" class=\"warn\"><h2>The runs' numeric settings differ: check these first</h2>"
                   "<table class=\"kv\"><tr><th>setting</th><th>DIR0</th><th>DIR1</th></tr>";
-  auto text = [](const nlohmann::json& v) { return v.is_null() ? std::string("(not recorded)") : v.dump(); };
   for (const SettingDifference& d : result.settings_differ) {
-    s += "<tr><td><code>" + esc(d.setting) + "</code></td><td>" + esc(text(d.dir0)) + "</td><td>" + esc(text(d.dir1)) +
-         "</td></tr>";
+    s += "<tr><td><code>" + esc(d.setting) + "</code></td><td>" + esc(settingText(d.dir0)) + "</td><td>" +
+         esc(settingText(d.dir1)) + "</td></tr>";
   }
   return s + "</table></section>";
 }

@@ -5,6 +5,7 @@
 #include <c10/core/impl/LocalDispatchKeySet.h>
 
 #include <cctype>
+#include <cstring>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -56,11 +57,14 @@ std::string autocastDevice(c10::DispatchKey key) {
   return name;
 }
 
-std::optional<c10::DeviceType> deviceTypeOf(const std::string& device) {
-  if (device == "cpu") return c10::DeviceType::CPU;
-  if (device == "cuda") return c10::DeviceType::CUDA;
-  if (device == "xpu") return c10::DeviceType::XPU;
-  if (device == "privateuse1") return c10::DeviceType::PrivateUse1;
+// The device type whose autocast dtype torch can report, by key name (the
+// keys differ between torch versions; c10::toString allocates nothing).
+std::optional<c10::DeviceType> deviceTypeOf(c10::DispatchKey key) {
+  const char* name = c10::toString(key);
+  if (std::strcmp(name, "AutocastCPU") == 0) return c10::DeviceType::CPU;
+  if (std::strcmp(name, "AutocastCUDA") == 0) return c10::DeviceType::CUDA;
+  if (std::strcmp(name, "AutocastXPU") == 0) return c10::DeviceType::XPU;
+  if (std::strcmp(name, "AutocastPrivateUse1") == 0) return c10::DeviceType::PrivateUse1;
   return std::nullopt;
 }
 
@@ -71,7 +75,10 @@ void NumericSettings::sample() {
   try {
     now = readSettings();
   } catch (const std::exception&) {
-    return;  // acc never fails the program; the manifest keeps the last values
+    // acc never fails the program; the manifest keeps the last values, and
+    // ops do not try again (the next optimizer step does).
+    sampled_.store(true, std::memory_order_release);
+    return;
   }
   std::lock_guard<std::mutex> lock(mutex_);
   for (const auto& [key, value] : now.items()) {
@@ -91,23 +98,23 @@ void NumericSettings::noteAutocast() {
   const c10::DispatchKeySet excluded = c10::impl::tls_local_dispatch_key_set().excluded_;
   c10::DispatchKeySet off = excluded & c10::autocast_dispatch_keyset;  // 1.13: raw_repr() is not const
   if (off == c10::autocast_dispatch_keyset) return;
-  // Which devices have it on, with which dtype: noted when it changes.
+  // Which devices have it on, with which dtype: noted (names built) only
+  // when that changes on this thread.
   uint64_t state = off.raw_repr();
-  std::vector<std::pair<std::string, std::optional<at::ScalarType>>> on;
+  std::vector<std::pair<c10::DispatchKey, std::optional<at::ScalarType>>> on;
   c10::DispatchKeySet all = c10::autocast_dispatch_keyset;  // torch 1.13 iterates non-const sets only
   for (c10::DispatchKey key : all) {
     if (off.has(key)) continue;
-    std::string device = autocastDevice(key);
     std::optional<at::ScalarType> dtype;
-    if (auto type = deviceTypeOf(device)) dtype = compat::autocastDtype(*type);
+    if (auto type = deviceTypeOf(key)) dtype = compat::autocastDtype(*type);
     state = state * 31 + (dtype ? static_cast<uint64_t>(*dtype) + 1 : 0);
-    on.emplace_back(std::move(device), dtype);
+    on.emplace_back(key, dtype);
   }
   thread_local uint64_t last = 0;
   if (state == last) return;
   last = state;
   std::lock_guard<std::mutex> lock(mutex_);
-  for (const auto& [device, dtype] : on) autocast_.insert(device + (dtype ? ":" + dtypeName(*dtype) : ""));
+  for (const auto& [key, dtype] : on) autocast_.insert(autocastDevice(key) + (dtype ? ":" + dtypeName(*dtype) : ""));
 }
 
 nlohmann::json NumericSettings::toJson() const {

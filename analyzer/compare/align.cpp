@@ -6,6 +6,8 @@
 #include <map>
 #include <unordered_map>
 
+#include "analyzer/numeric_settings.h"
+
 namespace acc::analyzer {
 namespace {
 
@@ -102,7 +104,7 @@ RecordMeta recordMeta(const format::OpRecord& r) {
     h = mix(h, t.shape.size());
     for (int64_t d : t.shape) h = mix(h, static_cast<uint64_t>(d));
     if (t.has_data) m.data_bytes += t.numel() * format::dtypeSize(t.dtype);
-    m.off_cpu = m.off_cpu || (!t.device.empty() && t.device.rfind("cpu", 0) != 0);
+    m.off_cpu = m.off_cpu || offCpu(t);
   }
   m.shape_key = h;
   return m;

@@ -1,5 +1,6 @@
 #include "analyzer/compare/allowed_precision.h"
 
+#include "analyzer/compare/origins.h"
 #include "analyzer/numeric_settings.h"
 
 namespace acc::analyzer {
@@ -20,9 +21,7 @@ void judgeAtAllowedPrecision(std::vector<RecordComparison>& records, const std::
     const Precision cap = a.mantissa_bits <= 7 ? Precision::BFloat16 : Precision::Float16;
     const std::string label = a.name + ", allowed by " + (&a == &a0 ? "DIR0's " : "DIR1's ") + a.setting;
     for (TensorPair& p : r.tensors) {
-      const bool produced = r.pass == format::Pass::Forward ? p.role == format::Role::Output
-                                                             : p.role == format::Role::GradOut;
-      if (!produced || p.verdict == Verdict::Pass || !p.metrics.compared || p.uninitialized) continue;
+      if (consumes(r, p) || p.verdict == Verdict::Pass || !p.metrics.compared || p.uninitialized) continue;
       judge(p, thresholds, cap, label);
       if (p.verdict == Verdict::Pass) p.reason = "passes at " + label;
     }

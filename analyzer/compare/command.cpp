@@ -157,8 +157,6 @@ std::string replayLines(const RecordComparison& r) {
   return s;
 }
 
-std::string settingText(const nlohmann::json& v) { return v.is_null() ? "(not recorded)" : v.dump(); }
-
 // The short verdict on the terminal, after the numeric settings that differ
 // between the runs (the first thing to check when porting).
 void printVerdict(const CompareResult& r, const CompareCounts& c, const std::vector<std::string>& reports) {
@@ -335,27 +333,16 @@ int compareCommand(const std::vector<std::string>& argv) {
   const Ending ending = endingOf(result);
   int exit_code = !result.problems.empty() ? kExitInput : ending == Ending::Divergence ? kExitFound : kExitOk;
 
-  ReportSet reports;
-  if (std::string err = openReportSet(a.common.out, reports); !err.empty()) {
-    std::cerr << "acc-analyzer: " << err << "\n";
-    return kExitInput;
-  }
-  SummaryContext context;
-  context.exit_code = exit_code;
-  context.filters = a.common.filter.describe();
-  context.op_list = a.options.op_list;
-  context.reports = reports.json();
-  const nlohmann::json summary = summaryJson(result, a.options.thresholds, context);
-  const CompareResult shown = a.common.filter.active() ? filterResult(result, a.common.filter) : CompareResult();
-  if (std::string err = writeReportSet(reports, summary, a.common.filter.active() ? shown : result); !err.empty()) {
+  WrittenReports reports;
+  if (std::string err = writeReports(a.common, result, exit_code, {}, reports); !err.empty()) {
     std::cerr << "acc-analyzer: " << err << "\n";
     return kExitInput;
   }
   if (a.common.json) {
-    std::cout << summary.dump(2) << "\n";
+    std::cout << reports.summary.dump(2) << "\n";
   } else {
-    if (a.common.filter.min_cosine) printLowCosine(shown, *a.common.filter.min_cosine);
-    printVerdict(result, counts, reports.list());
+    if (a.common.filter.min_cosine) printLowCosine(reports.shown, *a.common.filter.min_cosine);
+    printVerdict(result, counts, reports.paths);
   }
   std::cout.flush();
   return exit_code;

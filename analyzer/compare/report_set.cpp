@@ -6,34 +6,41 @@
 #include <tuple>
 
 #include "analyzer/compare/csv_report.h"
+#include "analyzer/compare/report_filter.h"
+#include "analyzer/compare/summary.h"
 #include "analyzer/report_html.h"
 #include "analyzer/report_xlsx.h"
 
 namespace acc::analyzer {
 
-std::string openReportSet(const std::string& dir, ReportSet& set) {
+std::string writeReports(const JudgeArgs& args, const CompareResult& result, int exit_code,
+                         const std::function<void(nlohmann::json&)>& extend, WrittenReports& out) {
   namespace fs = std::filesystem;
-  const fs::path out(dir);
+  const fs::path dir(args.out);
   std::error_code ec;
-  fs::create_directories(out, ec);
-  if (ec || !fs::is_directory(out)) return "cannot create the report directory " + dir + ": " + ec.message();
-  set.summary = (out / "summary.json").string();
-  set.csv = (out / "report.csv").string();
-  set.xlsx = (out / "report.xlsx").string();
-  set.html = (out / "report.html").string();
-  return "";
-}
-
-std::string writeReportSet(const ReportSet& set, const nlohmann::json& summary, const CompareResult& rows) {
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir)) return "cannot create the report directory " + args.out + ": " + ec.message();
+  const std::string summary = (dir / "summary.json").string(), csv = (dir / "report.csv").string(),
+                    xlsx = (dir / "report.xlsx").string(), html = (dir / "report.html").string();
+  out.paths = {summary, csv, xlsx, html};
+  SummaryContext context;
+  context.exit_code = exit_code;
+  context.filters = args.filter.describe();
+  context.op_list = args.op_list;
+  context.reports = {{"summary", summary}, {"csv", csv}, {"xlsx", xlsx}, {"html", html}};
+  out.summary = summaryJson(result, args.thresholds, context);
+  if (extend) extend(out.summary);
+  if (args.filter.active()) out.shown = filterResult(result, args.filter);
+  const CompareResult& rows = args.filter.active() ? out.shown : result;
   try {
     {
-      std::ofstream s(set.summary, std::ios::trunc);
-      s << summary.dump(2) << "\n";
-      if (!s) throw std::runtime_error(set.summary + ": cannot write");
+      std::ofstream s(summary, std::ios::trunc);
+      s << out.summary.dump(2) << "\n";
+      if (!s) throw std::runtime_error(summary + ": cannot write");
     }
-    writeCsvReport(rows, set.csv);
-    writeXlsxReport(rows, set.xlsx);
-    writeHtmlReport(rows, set.html);
+    writeCsvReport(rows, csv);
+    writeXlsxReport(rows, xlsx);
+    writeHtmlReport(rows, html);
   } catch (const std::exception& e) {
     return e.what();
   }

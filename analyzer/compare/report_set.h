@@ -4,25 +4,28 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "analyzer/compare/judge_args.h"
 #include "analyzer/compare/result.h"
 
 namespace acc::analyzer {
 
-struct ReportSet {
-  std::string summary, csv, xlsx, html;
-  std::vector<std::string> list() const { return {summary, csv, xlsx, html}; }
-  nlohmann::json json() const { return {{"summary", summary}, {"csv", csv}, {"xlsx", xlsx}, {"html", html}}; }
+struct WrittenReports {
+  nlohmann::json summary;
+  CompareResult shown;              // the rows the report filters kept (empty when none is active)
+  std::vector<std::string> paths;   // summary.json, report.csv, report.xlsx, report.html
 };
 
-// Creates `dir`; returns the message to print when it cannot, else "".
-std::string openReportSet(const std::string& dir, ReportSet& set);
-
-// Writes `summary` and the row reports of `rows` (the whole result, or what
-// the report filters kept). Returns the message to print on failure, else "".
-std::string writeReportSet(const ReportSet& set, const nlohmann::json& summary, const CompareResult& rows);
+// Writes `result`'s reports into args.out, as a command run with `args` asks
+// (report filters, --op-list, thresholds): summary.json (summaryJson with
+// `exit_code`, then `extend` adds the command's own keys) and the row
+// reports of the whole result or of what the filters kept. Returns the
+// message to print when they cannot be written, else "".
+std::string writeReports(const JudgeArgs& args, const CompareResult& result, int exit_code,
+                         const std::function<void(nlohmann::json&)>& extend, WrittenReports& out);
 
 // Orders result.origins by execution: step, then DIR0's index, then rank.
 void sortOrigins(CompareResult& result);

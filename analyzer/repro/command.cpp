@@ -12,6 +12,7 @@
 
 #include "analyzer/commands.h"
 #include "analyzer/npy_writer.h"
+#include "analyzer/numeric_settings.h"
 #include "analyzer/record_search.h"
 #include "analyzer/replay_inputs.h"
 #include "analyzer/repro/repro_script.h"
@@ -178,7 +179,7 @@ int reproCommand(const std::vector<std::string>& argv) {
                            {"arguments", argumentsJson(op, out)}};
     std::string device = "cpu";
     for (const format::Tensor& t : op.tensors) {
-      if (!t.device.empty() && t.device.rfind("cpu", 0) != 0) device = t.device;
+      if (offCpu(t)) device = t.device;
     }
     spec["recorded_device"] = device;
     nlohmann::json grad_in = nlohmann::json::array(), produced = nlohmann::json::array();
