@@ -29,6 +29,7 @@ nlohmann::json tensorJson(const format::Tensor& t) {
   if (t.has_stats) j["stats"] = statsJson(t.stats);
   j["has_data"] = t.has_data;
   if (t.uninitialized) j["uninitialized"] = true;
+  if (t.content != 0) j["content"] = t.content;  // same id: same values (format v4)
   return j;
 }
 

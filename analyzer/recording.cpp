@@ -64,6 +64,7 @@ std::string ReadDamage::describe(const std::string& file) const {
   if (corrupt_frames) out += " " + std::to_string(corrupt_frames) + " corrupt frame(s) skipped";
   if (corrupt_records) out += " " + std::to_string(corrupt_records) + " corrupt record(s) skipped";
   if (missing_data) out += " " + std::to_string(missing_data) + " tensor(s) without their data (compared on statistics)";
+  if (missing_contents) out += " " + std::to_string(missing_contents) + " tensor(s) referring to values whose record was lost (metadata only)";
   return out + "; the readable records are used";
 }
 
@@ -76,6 +77,9 @@ std::vector<char> inflateOnThisThread(int fd, const std::vector<format::Deferred
 
 format::OpRecord RawRecord::decodeOp(bool with_data, const FrameInflater& inflate) const {
   format::OpRecord r = format::decodeOp(body, with_data, data_offset_);
+  const uint64_t unknown = contents_.resolve(r);
+  if (!decoded_) damage_.missing_contents += unknown;
+  decoded_ = true;
   if (!with_data) return r;
   std::vector<format::DeferredFrame> whole;
   std::vector<size_t> owner;  // the tensor of each whole frame
@@ -129,6 +133,7 @@ ReadDamage forEachRecord(const std::string& file, const std::function<void(const
   }
   format::FrameReader& reader = *opened;
   ReadDamage damage;
+  ContentTable contents;
   std::string payload;
   while (reader.next(payload)) {
     format::RecordCursor cursor(payload);
@@ -137,7 +142,10 @@ ReadDamage forEachRecord(const std::string& file, const std::function<void(const
     try {
       while (cursor.next(kind, body)) {
         try {
-          visit(RawRecord(kind, body, cursor.dataOffset(), reader, damage));
+          RawRecord record(kind, body, cursor.dataOffset(), reader, damage, contents);
+          visit(record);
+          // Later records may refer to the contents of one the visitor skipped.
+          if (kind == format::RecordKind::Op && !record.decoded() && reader.version() >= 4) record.decodeOp(false);
         } catch (const format::FormatError&) {
           ++damage.corrupt_records;
         }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "format/frame.h"
+#include "analyzer/content_table.h"
 #include "format/record.h"
 
 namespace acc::analyzer {
@@ -36,7 +37,8 @@ struct ReadDamage {
   uint64_t corrupt_records = 0;
   uint64_t truncated_bytes = 0;
   uint64_t missing_data = 0;  // tensors whose recorded bytes could not be read
-  bool any() const { return corrupt_frames + corrupt_records + truncated_bytes + missing_data != 0; }
+  uint64_t missing_contents = 0;  // references to contents whose record was lost (format v4)
+  bool any() const { return corrupt_frames + corrupt_records + truncated_bytes + missing_data + missing_contents != 0; }
   std::string describe(const std::string& file) const;
 };
 
@@ -51,10 +53,11 @@ std::vector<char> inflateOnThisThread(int fd, const std::vector<format::Deferred
 class RawRecord {
  public:
   RawRecord(format::RecordKind kind, std::string_view body, uint64_t data_offset, format::FrameReader& file,
-            ReadDamage& damage)
-      : kind(kind), body(body), data_offset_(data_offset), file_(file), damage_(damage) {}
+            ReadDamage& damage, ContentTable& contents)
+      : kind(kind), body(body), data_offset_(data_offset), file_(file), damage_(damage), contents_(contents) {}
 
-  // Throws FormatError on a malformed body. `with_data` loads the tensor
+  // Throws FormatError on a malformed body. Content references (format v4)
+  // come resolved: they read as the tensors they refer to. `with_data` loads the tensor
   // bytes too (inline in format v1, from the data frames in v2); a tensor
   // whose bytes cannot be read keeps its statistics, loses has_data and is
   // counted in ReadDamage::missing_data. Slices of data frames are read
@@ -69,11 +72,14 @@ class RawRecord {
 
   const format::RecordKind kind;
   const std::string_view body;
+  bool decoded() const { return decoded_; }
 
  private:
   uint64_t data_offset_;
   format::FrameReader& file_;
   ReadDamage& damage_;
+  ContentTable& contents_;
+  mutable bool decoded_ = false;  // its contents are in contents_
 };
 
 struct ReadOptions {

@@ -37,6 +37,7 @@ struct Config {
   std::vector<int64_t> ranks;  // empty: every rank
   StackMode stack = StackMode::None;
   bool nested = false;
+  bool dedup = true;  // each tensor content recorded once (recorder/content_store.h)
   uint64_t buffer_mb = 256;
   int zstd_level = 1;        // record frames
   int data_zstd_level = -1;  // data frames: float bytes barely compress, fast levels store them nearly as is

@@ -46,8 +46,13 @@ Stats decodeStats(ByteReader& r) {
 }
 
 // Tensor flags. v1 writes kHasData alone, with the bytes inline; v2 adds
-// kDataInStream and writes only their size, and kUninitialized.
-constexpr uint8_t kHasStats = 1, kHasData = 2, kDataInStream = 4, kUninitialized = 8;
+// kDataInStream and writes only their size, and kUninitialized; v4 adds
+// kContent (a content id follows the flags) and kContentRef (with kContent:
+// neither statistics nor data size follow, kHasStats and kHasData say what
+// the content holds).
+constexpr uint8_t kHasStats = 1, kHasData = 2, kDataInStream = 4, kUninitialized = 8, kContent = 16,
+                  kContentRef = 32;
+constexpr uint8_t kKnownFlags = kHasStats | kHasData | kDataInStream | kUninitialized | kContent | kContentRef;
 
 // v3: an op record may end with a tail: flags saying which fields follow.
 constexpr uint64_t kTailOverload = 1;
@@ -62,8 +67,12 @@ void encodeTensor(const Tensor& t, ByteWriter& w) {
   for (int64_t d : t.shape) w.zigzag(d);
   w.varint(t.strides.size());
   for (int64_t s : t.strides) w.zigzag(s);
+  const bool ref = t.content != 0 && t.content_ref;
   w.u8(static_cast<uint8_t>((t.has_stats ? kHasStats : 0) | (t.has_data ? kHasData | kDataInStream : 0) |
-                            (t.uninitialized ? kUninitialized : 0)));
+                            (t.uninitialized ? kUninitialized : 0) | (t.content != 0 ? kContent : 0) |
+                            (ref ? kContentRef : 0)));
+  if (t.content != 0) w.varint(t.content);
+  if (ref) return;
   if (t.has_stats) encodeStats(t.stats, w);
   if (t.has_data) w.varint(t.data.size());
 }
@@ -84,10 +93,21 @@ Tensor decodeTensor(ByteReader& r, bool with_data, uint64_t& data_offset) {
   if (nstrides > 64) throw FormatError("tensor has more than 64 strides");
   for (uint64_t i = 0; i < nstrides; ++i) t.strides.push_back(r.zigzag());
   uint8_t flags = r.u8();
-  if (flags & ~(kHasStats | kHasData | kDataInStream | kUninitialized)) throw FormatError("unknown tensor flags");
+  if (flags & ~kKnownFlags) throw FormatError("unknown tensor flags");
   t.has_stats = (flags & kHasStats) != 0;
   t.uninitialized = (flags & kUninitialized) != 0;
   t.has_data = (flags & kHasData) != 0;
+  if (flags & kContent) {
+    t.content = r.varint();
+    if (t.content == 0) throw FormatError("tensor content id 0");
+  }
+  if (flags & kContentRef) {
+    if (!(flags & kContent)) throw FormatError("content reference without a content id");
+    // Its statistics and bytes are the content's: resolved by the reader.
+    t.content_ref = true;
+    t.data_in_stream = t.has_data;
+    return t;
+  }
   if (t.has_stats) t.stats = decodeStats(r);
   if (t.has_data && (flags & kDataInStream)) {
     t.data_in_stream = true;
@@ -178,7 +198,7 @@ void encode(const OpRecord& r, std::string& out) {
 
 void appendData(const OpRecord& r, std::string& out) {
   for (const Tensor& t : r.tensors) {
-    if (t.has_data) out.append(t.data);
+    if (t.has_data && !t.content_ref) out.append(t.data);
   }
 }
 

@@ -10,7 +10,7 @@ namespace acc::format {
 
 // Bumped whenever the encoding of a record changes; readers refuse newer ones
 // and still read every older one (docs/FORMAT.md, "Version history").
-constexpr uint16_t kFormatVersion = 3;
+constexpr uint16_t kFormatVersion = 4;
 
 enum class Dtype : uint8_t {
   Unknown = 0, Bool, UInt8, Int8, Int16, Int32, Int64,
@@ -52,6 +52,12 @@ struct Tensor {
   uint64_t data_offset = 0;  // v2: where they start in the file's data stream
   bool data_in_stream = false;  // v2: in data frames; v1: inline in the record
   std::string data;          // the bytes once loaded: row-major contiguous, little-endian
+  // v4: the content's id within the rank's recording (0: none). The first
+  // tensor with an id holds the statistics and bytes; later ones with the
+  // same id are references (content_ref) that carry neither until a reader
+  // resolves them (analyzer/content_table.h) from the earlier one.
+  uint64_t content = 0;
+  bool content_ref = false;
 
   uint64_t numel() const;
 };

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "format/record.h"
+#include "recorder/content_store.h"
 
 namespace acc::recorder {
 
@@ -24,6 +25,8 @@ struct CapturedOp : format::OpRecord {
   std::vector<DeviceValues> device_values;
   std::vector<c10::Device> unmarked;  // devices with copies that no event follows yet
   std::vector<c10::Event> events;     // one per device and capture batch
+  // Contents this record defines: referable once it is queued.
+  std::vector<ContentStore::Pending> contents;
 
   bool inFlight() const { return !device_values.empty(); }
 };

@@ -25,6 +25,7 @@ nlohmann::json configToJson(const env::Config& c) {
       {"ranks", c.ranks},
       {"stack", env::stackModeName(c.stack)},
       {"nested", c.nested},
+      {"dedup", c.dedup},
       {"buffer_mb", c.buffer_mb},
       {"zstd_level", c.zstd_level},
       {"data_zstd_level", c.data_zstd_level},

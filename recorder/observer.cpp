@@ -11,7 +11,6 @@
 
 #include "recorder/device_capture.h"
 #include "recorder/session.h"
-#include "recorder/stats_cache.h"
 #include "recorder/tensor_capture.h"
 #include "recorder/torch_compat.h"
 
@@ -89,15 +88,20 @@ struct OpContext : at::ObserverContext {
 
 void emitRecord(Session& s, std::unique_ptr<CapturedOp> record) {
   s.counts().recorded.fetch_add(1, std::memory_order_relaxed);
+  std::vector<ContentStore::Pending> contents = std::move(record->contents);
+  bool queued;
   if (record->inFlight()) {
     // Device values are still being copied: the writer completes it.
-    s.emit(inFlight(std::move(record)));
-    return;
+    queued = s.emit(inFlight(std::move(record)));
+  } else {
+    auto bytes = std::make_unique<std::string>();
+    format::encode(*record, *bytes);
+    format::appendData(*record, *bytes);
+    queued = s.emit(std::move(bytes));
   }
-  auto bytes = std::make_unique<std::string>();
-  format::encode(*record, *bytes);
-  format::appendData(*record, *bytes);
-  s.emit(std::move(bytes));
+  // Later records may refer to its contents only once it is in the queue,
+  // ahead of them (a dropped record defines nothing).
+  if (queued && s.contents() != nullptr) s.contents()->publish(contents);
 }
 
 void flushPending(Session& s) {
@@ -130,6 +134,7 @@ void captureAll(Session& s, c10::ArrayRef<const c10::IValue> values, Role role, 
   Capture capture;
   capture.level = s.config().level;
   capture.devices = [&s](const std::string& d) { s.noteDevice(d); };
+  capture.contents = s.contents();
   if (role == Role::Output && outputsUninitialized(r.op)) {
     capture.uninitialized = [](const at::Tensor&) { return true; };
   } else if (role == Role::Input || role == Role::Output) {
@@ -343,7 +348,6 @@ std::unique_ptr<at::ObserverContext> onStart(const at::RecordFunction& fn) {
     ++tls.engine_depth;
     return ctx;
   }
-  threadStatsCache().opStarted();
   const bool backward = scope == at::RecordScope::BACKWARD_FUNCTION;
   if (backward) flushPending(*s);
   auto ctx = enter(*s, backward);

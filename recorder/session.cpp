@@ -132,8 +132,8 @@ void Session::advanceStep() {
   numerics_.sample();
 }
 
-void Session::emit(std::unique_ptr<std::string> record) { writer_->submit(std::move(record)); }
-void Session::emit(std::unique_ptr<InFlightRecord> record) { writer_->submit(std::move(record)); }
+bool Session::emit(std::unique_ptr<std::string> record) { return writer_->submit(std::move(record)); }
+bool Session::emit(std::unique_ptr<InFlightRecord> record) { return writer_->submit(std::move(record)); }
 
 void Session::noteDevice(const std::string& device) {
   std::lock_guard<std::mutex> lock(devices_mutex_);
@@ -175,6 +175,7 @@ void Session::writeManifest(const char* status) {
         {"unlinked_evicted", links_.evicted()},
         {"frames", w.frames},
         {"bytes", w.bytes_written}}},
+      {"contents", contents_.countsJson()},
       {"io_error", writer_->ioError()},
   };
   writeManifestFile(dir_, m);

@@ -12,6 +12,7 @@
 
 #include "env/config.h"
 #include "recorder/backward_links.h"
+#include "recorder/content_store.h"
 #include "recorder/numeric_settings.h"
 #include "recorder/selector.h"
 #include "recorder/uninitialized_memory.h"
@@ -43,6 +44,8 @@ class Session {
   StackRegistry& stacks() { return *stacks_; }
   SessionCounts& counts() { return counts_; }
   NumericSettings& numerics() { return numerics_; }
+  // Null when ACC_DEDUP=0 or at level 0 (no values to deduplicate).
+  ContentStore* contents() { return config_.dedup && config_.level >= 1 ? &contents_ : nullptr; }
 
   // Training step, advanced at the end of every Optimizer.step.
   int64_t step() const { return step_.load(std::memory_order_relaxed); }
@@ -51,8 +54,9 @@ class Session {
   uint64_t nextUnlinkedNumber() { return unlinked_numbers_.fetch_add(1); }
   uint64_t nextIndex() { return indices_.fetch_add(1); }
 
-  void emit(std::unique_ptr<std::string> record);
-  void emit(std::unique_ptr<InFlightRecord> record);
+  // False when the writer dropped the record (and counted it).
+  bool emit(std::unique_ptr<std::string> record);
+  bool emit(std::unique_ptr<InFlightRecord> record);
   void noteDevice(const std::string& device);
 
  private:
@@ -71,6 +75,7 @@ class Session {
   std::unique_ptr<StackRegistry> stacks_;
   SessionCounts counts_;
   NumericSettings numerics_;
+  ContentStore contents_;
   std::atomic<int64_t> step_{0};
   std::atomic<uint64_t> forward_numbers_{0};
   std::atomic<uint64_t> unlinked_numbers_{0};

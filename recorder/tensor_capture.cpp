@@ -6,7 +6,6 @@
 #include <sstream>
 
 #include "recorder/device_capture.h"
-#include "recorder/stats_cache.h"
 #include "recorder/tensor_stats.h"
 
 namespace acc::recorder {
@@ -96,11 +95,8 @@ format::Tensor captureTensor(const at::Tensor& t, format::Role role, uint32_t po
   // device tensors get their values from captureOnDevice().
   const bool here = t.device().is_cpu() && readable(t);
   if (level >= 1 && here) {
-    StatsCache& cache = threadStatsCache();
-    std::optional<format::Stats> known = cache.find(t);
-    out.stats = known ? *known : tensorStats(t);
+    out.stats = tensorStats(t);
     out.has_stats = true;
-    if (role == format::Role::Output || role == format::Role::GradOut) cache.store(t, out.stats);
   }
   if (level >= 2 && here) {
     at::Tensor host = t.detach().contiguous();
@@ -116,9 +112,19 @@ void captureValue(const c10::IValue& value, format::Role role, uint32_t position
     if (!t.defined()) return;
     const bool garbage = capture.uninitialized && capture.uninitialized(t);
     const int level = garbage ? 0 : capture.level;
-    record.tensors.push_back(captureTensor(t, role, position, item, level));
-    record.tensors.back().uninitialized = garbage;
-    if (level >= 1 && !t.device().is_cpu() && readable(t)) {
+    const bool values = level >= 1 && readable(t);
+    ContentStore::Content content;
+    if (values && capture.contents != nullptr) content = capture.contents->identify(t, record.contents);
+    // A content an earlier record (or tensor) holds: metadata and its id.
+    record.tensors.push_back(captureTensor(t, role, position, item, content.ref ? 0 : level));
+    format::Tensor& out = record.tensors.back();
+    out.uninitialized = garbage;
+    out.content = content.id;
+    if (content.ref) {
+      out.content_ref = true;
+      out.has_stats = true;
+      out.has_data = level >= 2;
+    } else if (values && !t.device().is_cpu()) {
       captureOnDevice(t, level, record.tensors.size() - 1, record);
     }
     if (capture.devices) capture.devices(record.tensors.back().device);

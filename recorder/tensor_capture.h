@@ -34,6 +34,7 @@ struct Capture {
   std::function<void(const std::string&)> devices;  // told every tensor's device
   // True for a tensor holding uninitialized memory: metadata only, flagged.
   std::function<bool(const at::Tensor&)> uninitialized;
+  ContentStore* contents = nullptr;  // null: every tensor captured whole
 };
 
 // Appends the tensors of `value` to `record` (scalars as text for inputs).

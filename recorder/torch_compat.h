@@ -10,6 +10,7 @@
 #include <torch/version.h>
 
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -25,6 +26,17 @@ inline std::string runningTorchVersion() {
   if (pos == std::string::npos) return "unknown";
   pos += key.size();
   return config.substr(pos, config.find_first_of(", \n", pos) - pos);
+}
+
+// Identity of the autograd version counter `impl` shares with its views and
+// detach()es (null when disabled: inference tensors). VariableVersion keeps
+// its counter private; it is one intrusive_ptr in every torch acc builds
+// against (1.13 to 2.14), which the static_assert pins down.
+inline const void* versionCounterIdentity(const c10::TensorImpl& impl) {
+  static_assert(sizeof(c10::VariableVersion) == sizeof(void*), "VariableVersion is no longer one pointer");
+  const void* identity = nullptr;
+  std::memcpy(&identity, &impl.version_counter(), sizeof identity);
+  return identity;
 }
 
 // Thread id that autograd nodes remember as their forward thread.

@@ -248,6 +248,7 @@ CompareResult compareRecordings(const CompareOptions& options) {
   }
   result.bytes_compared = counters.bytes_done;
   result.peak_held_bytes = counters.peak_held_bytes;
+  result.pairs_reused = counters.pairs_reused;
   for (size_t i = 0; i < result.records.size(); ++i) {
     if (result.records[i].origin) result.origins.push_back(i);
   }

@@ -134,6 +134,7 @@ struct CompareResult {
   uint64_t tensors_compared = 0;
   uint64_t bytes_compared = 0;            // tensor data bytes read from both sides
   uint64_t peak_held_bytes = 0;           // most record bytes held at once (--memory-mb)
+  uint64_t pairs_reused = 0;              // element-wise pairs answered by an earlier pair of the same contents
   double seconds = 0;
   std::vector<std::string> problems;      // damaged input, reported and tolerated
   std::vector<std::string> notes;         // e.g. a rank only in one recording

@@ -21,6 +21,9 @@ namespace acc::analyzer {
 struct StreamCounters {
   std::atomic<uint64_t> pairs_done{0};
   std::atomic<uint64_t> bytes_done{0};
+  // Element-wise pairs answered by an earlier pair of the same two contents
+  // (format v4 content ids): compared once, however many records refer to them.
+  std::atomic<uint64_t> pairs_reused{0};
   uint64_t peak_held_bytes = 0;  // most tensor data held at once (--memory-mb)
 };
 

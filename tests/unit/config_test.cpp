@@ -270,7 +270,7 @@ INSTANTIATE_TEST_SUITE_P(
                       InvalidCase{"ACC_STEPS", "5-3"}, InvalidCase{"ACC_STEPS", "x"},
                       InvalidCase{"ACC_STEPS", "1,,2"}, InvalidCase{"ACC_STEPS", "-2"},
                       InvalidCase{"ACC_RANKS", "a"}, InvalidCase{"ACC_RANKS", "-1"},
-                      InvalidCase{"ACC_STACK", "all"}, InvalidCase{"ACC_NESTED", "2"},
+                      InvalidCase{"ACC_STACK", "all"}, InvalidCase{"ACC_NESTED", "2"}, InvalidCase{"ACC_DEDUP", "2"},
                       InvalidCase{"ACC_BUFFER_MB", "0"}, InvalidCase{"ACC_BUFFER_MB", "65537"},
                       InvalidCase{"ACC_ZSTD_LEVEL", "0"}, InvalidCase{"ACC_ZSTD_LEVEL", "20"},
                       InvalidCase{"ACC_DATA_ZSTD_LEVEL", "0"}, InvalidCase{"ACC_DATA_ZSTD_LEVEL", "-101"},
@@ -288,7 +288,7 @@ TEST(ConfigTest, EveryDocumentedVariableHasAnInvalidCase) {
   for (const char* n :
        {"ACC_ENABLE", "ACC_OUTPUT_DIR", "ACC_LEVEL", "ACC_INPUTS", "ACC_OUTPUTS", "ACC_PASSES",
         "ACC_OP_RANGE", "ACC_OP_LIST", "ACC_SKIP", "ACC_STEPS", "ACC_RANKS", "ACC_STACK",
-        "ACC_NESTED", "ACC_BUFFER_MB", "ACC_ZSTD_LEVEL", "ACC_DATA_ZSTD_LEVEL", "ACC_FRAME_KB", "ACC_ON_FULL",
+        "ACC_NESTED", "ACC_DEDUP", "ACC_BUFFER_MB", "ACC_ZSTD_LEVEL", "ACC_DATA_ZSTD_LEVEL", "ACC_FRAME_KB", "ACC_ON_FULL",
         "ACC_QUIET", "ACC_EAGER"}) {
     covered.emplace_back(n);
   }

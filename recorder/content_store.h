@@ -1,0 +1,81 @@
+// Each distinct tensor content recorded once. A tensor whose content an
+// earlier record already holds refers to it by id instead of carrying its
+// statistics and bytes again (format v4, docs/FORMAT.md "Content
+// references"): Adam's chains and every op's output read again as the next
+// op's input are summarised and stored once.
+//
+// A content is one TensorImpl at one autograd version, with its data pointer
+// and geometry: every in-place op and copy_ through the dispatcher bumps the
+// version (views share it). Writes the counter does not see are guarded:
+//  - a second version counter on a storage (a `.data` alias, `t.data = x`,
+//    `set_` onto another tensor's storage): once acc sees one, that storage
+//    is never deduplicated again;
+//  - raw writes (an extension writing through data_ptr, a numpy view) and
+//    writes through an alias acc did not see: a CPU hit is confirmed by a
+//    checksum of kSamples elements spread over the tensor. Device tensors
+//    are not checked: reading them would wait for the device;
+//  - ops running below ADInplaceOrView (inside another op's kernel, where
+//    in-place ops do not bump versions) are not deduplicated.
+// A content becomes referable once the record defining it is queued for the
+// writer, so its definition always comes first in the file.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+namespace acc::recorder {
+
+class ContentStore {
+ public:
+  // A content defined by a record that is not queued yet.
+  struct Pending {
+    c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl> impl{
+        c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>()};
+    const void* storage = nullptr;
+    uint32_t version = 0;
+    const void* data = nullptr;
+    int64_t offset = 0;
+    at::ScalarType dtype = at::kFloat;
+    c10::DimVector sizes, strides;
+    uint64_t sample = 0;  // CPU tensors: checksum of kSamples elements
+    uint64_t id = 0;
+  };
+
+  struct Content {
+    uint64_t id = 0;   // 0: not deduplicated (no version counter, aliased storage, inside a kernel)
+    bool ref = false;  // a queued record, or `pending`, holds it already
+  };
+  // The content of `t`: an earlier one, or a new id remembered in `pending`
+  // (the record being captured), whose record must then capture it whole.
+  Content identify(const at::Tensor& t, std::vector<Pending>& pending);
+  // Makes `pending` referable: its record has been queued.
+  void publish(std::vector<Pending>& pending);
+
+  nlohmann::json countsJson() const;  // manifest "contents"
+
+ private:
+  struct StorageEntry {
+    c10::weak_intrusive_ptr<c10::StorageImpl> guard;  // keeps the address unique
+    const void* counter = nullptr;  // the version counter seen with it
+    bool aliased = false;           // a second counter was seen
+  };
+  bool keyable(const at::Tensor& t) const;
+  bool storageUsable(const at::Tensor& t);  // holds mu_
+  void sweep();                             // holds mu_
+
+  mutable std::mutex mu_;
+  std::unordered_map<const c10::StorageImpl*, StorageEntry> storages_;
+  // Contents by TensorImpl: those of its latest published version.
+  std::unordered_map<const c10::TensorImpl*, std::vector<Pending>> contents_;
+  size_t published_since_sweep_ = 0;
+  std::atomic<uint64_t> next_id_{1};
+  std::atomic<uint64_t> defined_{0}, referenced_{0}, sample_mismatches_{0}, aliased_storages_{0};
+};
+
+}  // namespace acc::recorder

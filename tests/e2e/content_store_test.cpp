@@ -1,0 +1,150 @@
+// Each tensor content recorded once (ACC_DEDUP=1, the default) must read
+// back exactly as a recording that captures every tensor whole
+// (ACC_DEDUP=0): for in-place chains, views, .data writes, set_, and writes
+// through data_ptr that no version counter sees; and level-2 data must be
+// the bytes the program computed.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <set>
+#include <string>
+
+#include "tests/e2e/harness.h"
+
+namespace acc::test {
+namespace {
+
+bool sameStats(const format::Stats& a, const format::Stats& b) {
+  // Bit patterns: NaN statistics must match too.
+  return std::memcmp(&a.min, &b.min, sizeof(double) * 4) == 0 && a.nan_count == b.nan_count &&
+         a.inf_count == b.inf_count && a.checksum == b.checksum;
+}
+
+// Every record and tensor of `deduplicated` equals its twin in `whole`;
+// returns how many tensors referred to an earlier content.
+uint64_t expectSameRecords(const Recording& whole, const Recording& deduplicated, bool data) {
+  EXPECT_FALSE(whole.damaged);
+  EXPECT_FALSE(deduplicated.damaged);
+  EXPECT_EQ(whole.names(), deduplicated.names());
+  std::set<uint64_t> seen;
+  uint64_t refs = 0;
+  const size_t n = std::min(whole.records.size(), deduplicated.records.size());
+  for (size_t i = 0; i < n; ++i) {
+    const format::OpRecord& a = whole.records[i];
+    const format::OpRecord& b = deduplicated.records[i];
+    EXPECT_EQ(a.tensors.size(), b.tensors.size()) << a.name;
+    for (size_t k = 0; k < std::min(a.tensors.size(), b.tensors.size()); ++k) {
+      const format::Tensor& ta = a.tensors[k];
+      const format::Tensor& tb = b.tensors[k];
+      const std::string where = a.name + " tensor " + std::to_string(k);
+      EXPECT_EQ(ta.content, 0u) << where;
+      EXPECT_EQ(ta.has_stats, tb.has_stats) << where;
+      if (ta.has_stats && tb.has_stats) EXPECT_TRUE(sameStats(ta.stats, tb.stats)) << where;
+      if (data) {
+        EXPECT_EQ(ta.has_data, tb.has_data) << where;
+        EXPECT_TRUE(ta.data == tb.data) << where << ": data differ";
+      }
+      if (tb.content != 0 && !seen.insert(tb.content).second) ++refs;
+    }
+  }
+  return refs;
+}
+
+struct Pair {
+  Recording whole, deduplicated;
+};
+
+Pair recordBoth(const TempDir& dir, const std::string& script, std::map<std::string, std::string> env) {
+  Pair p;
+  env["ACC_DEDUP"] = "0";
+  RunResult r0 = recordPython(script, dir / "whole", env);
+  EXPECT_EQ(r0.exit_code, 0) << r0.err;
+  env["ACC_DEDUP"] = "1";
+  RunResult r1 = recordPython(script, dir / "dedup", env);
+  EXPECT_EQ(r1.exit_code, 0) << r1.err;
+  EXPECT_EQ(lossLines(r0.out), lossLines(r1.out));
+  p.whole = readRank(dir / "whole/rank0");
+  p.deduplicated = readRank(dir / "dedup/rank0");
+  return p;
+}
+
+TEST(DeduplicationTest, HiddenWritesReadBackAsWholeCapturesAtLevel2) {
+  TempDir dir;
+  const std::string saved = dir / "saved";
+  std::filesystem::create_directories(saved);
+  Pair p = recordBoth(dir, testScript("hidden_writes.py"), {{"ACC_LEVEL", "2"}, {"SAVE_DIR", saved}});
+  EXPECT_GT(expectSameRecords(p.whole, p.deduplicated, true), 20u);
+  // What each torch.neg read is what the program held, byte for byte.
+  std::vector<const format::OpRecord*> reads = p.deduplicated.named("aten::neg.");
+  ASSERT_EQ(reads.size(), 18u);
+  for (size_t k = 0; k < reads.size(); ++k) {
+    const format::Tensor& in = reads[k]->tensors.at(0);
+    ASSERT_EQ(in.role, format::Role::Input);
+    EXPECT_TRUE(in.has_data);
+    EXPECT_TRUE(in.data == readFile(saved + "/read_" + std::to_string(k) + ".bin")) << "read " << k;
+  }
+  const nlohmann::json& contents = p.deduplicated.manifest["contents"];
+  EXPECT_GT(contents["referenced"].get<uint64_t>(), 20u) << contents.dump();
+  // The two data_ptr writes are caught by the sample, the .data and set_
+  // aliases by their second version counter.
+  EXPECT_GE(contents["sample_mismatches"].get<uint64_t>(), 2u) << contents.dump();
+  EXPECT_GE(contents["aliased_storages"].get<uint64_t>(), 2u) << contents.dump();
+  EXPECT_EQ(p.whole.manifest["contents"]["defined"], 0);
+}
+
+TEST(DeduplicationTest, HiddenWritesReadBackAsWholeCapturesAtLevel1) {
+  TempDir dir;
+  Pair p = recordBoth(dir, testScript("hidden_writes.py"), {{"ACC_LEVEL", "1"}});
+  EXPECT_GT(expectSameRecords(p.whole, p.deduplicated, false), 10u);
+}
+
+TEST(DeduplicationTest, AdamWChainsAreStoredOnce) {
+  TempDir dir;
+  Pair p = recordBoth(dir, example("transformer_train.py"), {{"ACC_LEVEL", "2"}, {"LM_STEPS", "2"}});
+  const uint64_t refs = expectSameRecords(p.whole, p.deduplicated, true);
+  uint64_t tensors = 0;
+  for (const format::OpRecord& r : p.deduplicated.records) tensors += r.tensors.size();
+  // Most tensors an op reads were an earlier op's output or input.
+  EXPECT_GT(refs * 3, tensors) << refs << " references among " << tensors << " tensors";
+  const uint64_t whole = p.whole.manifest["counts"]["bytes"].get<uint64_t>();
+  const uint64_t dedup = p.deduplicated.manifest["counts"]["bytes"].get<uint64_t>();
+  EXPECT_LT(dedup * 10, whole * 8) << dedup << " bytes deduplicated, " << whole << " whole";
+}
+
+// compare reads each pair of contents once: two deduplicated recordings give
+// the verdicts of two whole ones, with repeated pairs answered from the first.
+TEST(DeduplicationTest, CompareComparesEachPairOfContentsOnce) {
+  TempDir dir;
+  const std::map<std::string, std::string> env = {{"ACC_LEVEL", "2"}, {"LM_STEPS", "2"}};
+  for (const char* dedup : {"0", "1"}) {
+    for (const char* run : {"a", "b"}) {
+      std::map<std::string, std::string> e = env;
+      e["ACC_DEDUP"] = dedup;
+      RunResult r = recordPython(example("transformer_train.py"), dir / (std::string(run) + dedup), e);
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+    }
+  }
+  nlohmann::json summary[2];
+  for (int dedup = 0; dedup < 2; ++dedup) {
+    const std::string d = std::to_string(dedup);
+    RunResult c = run({{binDir() + "/acc-analyzer", "compare", dir / ("a" + d), dir / ("b" + d), "-o",
+                        dir / ("out" + d)},
+                       {},
+                       "",
+                       false,
+                       ""});
+    EXPECT_EQ(c.exit_code, 0) << c.out << c.err;
+    summary[dedup] = nlohmann::json::parse(readFile(dir / ("out" + d) + "/summary.json"));
+  }
+  nlohmann::json whole = summary[0]["counts"]["tensor_pairs"], dedup = summary[1]["counts"]["tensor_pairs"];
+  EXPECT_EQ(whole["reused"], 0);
+  EXPECT_GT(dedup["reused"].get<uint64_t>(), 100u) << dedup.dump();
+  for (const char* key : {"compared", "not_compared", "pass", "warn", "fail"}) {
+    EXPECT_EQ(whole[key], dedup[key]) << key;
+  }
+}
+
+}  // namespace
+}  // namespace acc::test
