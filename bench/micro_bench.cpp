@@ -149,7 +149,8 @@ void BM_EncodeOpRecord(benchmark::State& state) {
   std::string out;
   int64_t bytes = 0;
   for (auto _ : state) {
-    // A fresh string per record, as the observer allocates one per record.
+    // A fresh string per record: the worst case (the recorder encodes into
+    // buffers the writer hands back).
     std::string encoded;
     acc::format::encode(r, encoded);
     bytes += static_cast<int64_t>(encoded.size());

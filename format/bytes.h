@@ -1,6 +1,7 @@
 // Little-endian varint byte streams: the building block of every record.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
@@ -13,30 +14,66 @@ struct FormatError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+constexpr size_t kMaxVarint = 10;
+
+// Writes `v` as a varint at `p` (room for kMaxVarint bytes); returns its length.
+inline size_t putVarint(char* p, uint64_t v) {
+  size_t n = 0;
+  while (v >= 0x80) {
+    p[n++] = static_cast<char>((v & 0x7f) | 0x80);
+    v >>= 7;
+  }
+  p[n++] = static_cast<char>(v);
+  return n;
+}
+
+// Appends to `out` through a cursor: `out` may hold unwritten bytes past
+// size() until finish() trims it, so call finish() before reading `out`.
+// (Growing the string once in a while and storing bytes through a pointer
+// is several times faster than std::string::append per field, and the
+// recorder encodes a record per op.)
 class ByteWriter {
  public:
-  explicit ByteWriter(std::string& out) : out_(out) {}
+  explicit ByteWriter(std::string& out) : ByteWriter(out, out.size()) {}
+  // Writes from offset `at`, overwriting what `out` holds there: a scratch
+  // buffer reused without trimming, read as view().
+  ByteWriter(std::string& out, size_t at) : out_(out), len_(at) {}
+  ByteWriter(const ByteWriter&) = delete;
+  ByteWriter& operator=(const ByteWriter&) = delete;
 
-  void u8(uint8_t v) { out_.push_back(static_cast<char>(v)); }
-  void varint(uint64_t v) {
-    while (v >= 0x80) {
-      out_.push_back(static_cast<char>((v & 0x7f) | 0x80));
-      v >>= 7;
-    }
-    out_.push_back(static_cast<char>(v));
+  void u8(uint8_t v) {
+    *room(1) = static_cast<char>(v);
+    ++len_;
   }
+  void varint(uint64_t v) { len_ += putVarint(room(kMaxVarint), v); }
   void zigzag(int64_t v) { varint((static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63)); }
   void f64(double v) { raw(&v, sizeof v); }
   void u64(uint64_t v) { raw(&v, sizeof v); }
   void str(std::string_view s) {
     varint(s.size());
-    out_.append(s.data(), s.size());
+    raw(s.data(), s.size());
   }
-  void raw(const void* p, size_t n) { out_.append(static_cast<const char*>(p), n); }
-  size_t size() const { return out_.size(); }
+  void raw(const void* p, size_t n) {
+    if (n == 0) return;
+    std::memcpy(room(n), p, n);
+    len_ += n;
+  }
+  size_t size() const { return len_; }
+  // What was written from the start of `out`, without trimming it.
+  std::string_view view() const { return std::string_view(out_.data(), len_); }
+  // Trims `out` to what was written.
+  void finish() {
+    if (out_.size() != len_) out_.resize(len_);
+  }
 
  private:
+  char* room(size_t n) {
+    if (out_.size() - len_ < n) out_.resize(std::max(out_.size() * 2, len_ + n + 64));
+    return &out_[len_];
+  }
+
   std::string& out_;
+  size_t len_;
 };
 
 class ByteReader {

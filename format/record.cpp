@@ -122,11 +122,13 @@ Tensor decodeTensor(ByteReader& r, bool with_data, uint64_t& data_offset) {
   return t;
 }
 
-void frameRecord(RecordKind kind, const std::string& body, std::string& out) {
-  ByteWriter w(out);
-  w.varint(body.size() + 1);
-  w.u8(static_cast<uint8_t>(kind));
-  w.raw(body.data(), body.size());
+void frameRecord(RecordKind kind, std::string_view body, std::string& out) {
+  // `out` grows once, to exactly the record's size.
+  char head[kMaxVarint + 1];
+  size_t n = putVarint(head, body.size() + 1);
+  head[n++] = static_cast<char>(kind);
+  out.reserve(out.size() + n + body.size());
+  out.append(head, n).append(body);
 }
 
 }  // namespace
@@ -165,8 +167,10 @@ uint64_t Tensor::numel() const {
 }
 
 void encode(const OpRecord& r, std::string& out) {
-  std::string body;
-  ByteWriter w(body);
+  // Built in a buffer of the thread's own, never trimmed: the recorder
+  // encodes one record per op.
+  thread_local std::string body;
+  ByteWriter w(body, 0);
   w.varint(r.index);
   w.str(r.name);
   w.str(r.op);
@@ -193,10 +197,15 @@ void encode(const OpRecord& r, std::string& out) {
     w.varint(kTailOverload);
     w.str(r.overload);
   }
-  frameRecord(RecordKind::Op, body, out);
+  frameRecord(RecordKind::Op, w.view(), out);
 }
 
 void appendData(const OpRecord& r, std::string& out) {
+  size_t size = out.size();
+  for (const Tensor& t : r.tensors) {
+    if (t.has_data && !t.content_ref) size += t.data.size();
+  }
+  out.reserve(size);
   for (const Tensor& t : r.tensors) {
     if (t.has_data && !t.content_ref) out.append(t.data);
   }
@@ -220,6 +229,7 @@ void wrapWithDataOffset(std::string_view record, uint64_t data_offset, std::stri
   ByteWriter w(body);
   w.varint(data_offset);
   w.raw(inner.data() + 1, inner.size() - 1);
+  w.finish();
   frameRecord(RecordKind::DataOp, body, out);
 }
 
@@ -232,6 +242,7 @@ void encode(const StackRecord& r, std::string& out) {
     w.u8(static_cast<uint8_t>(f.kind));
     w.str(f.text);
   }
+  w.finish();
   frameRecord(RecordKind::Stack, body, out);
 }
 

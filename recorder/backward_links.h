@@ -10,8 +10,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <unordered_set>
 #include <utility>
+#include <vector>
 
 namespace acc::recorder {
 
@@ -27,8 +27,9 @@ struct ForwardOp {
 class BackwardLinks {
  public:
   // Links the sequence numbers [begin, end) of `thread` to `op` and returns
-  // those it claimed: numbers an inner (nested) op linked first stay its.
-  std::unordered_set<uint64_t> claim(uint64_t thread, uint64_t begin, uint64_t end,
+  // those it claimed, in ascending order: numbers an inner (nested) op
+  // linked first stay its.
+  std::vector<uint64_t> claim(uint64_t thread, uint64_t begin, uint64_t end,
                                      const std::shared_ptr<ForwardOp>& op);
   // Notes that the node with this number carries acc's post hook, which
   // reports the gradients the node produces.

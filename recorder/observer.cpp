@@ -5,7 +5,8 @@
 #include <cstdint>
 #include <chrono>
 #include <cstring>
-#include <optional>
+#include <algorithm>
+#include <string_view>
 #include <unordered_set>
 #include <vector>
 
@@ -62,6 +63,9 @@ struct ThreadState {
   // hook, which adds the gradients the node produced.
   std::unique_ptr<CapturedOp> pending;
   uint64_t pending_seq = 0;
+  // The device this thread last told the session about: almost every
+  // tensor is on the same one, and telling takes the session's lock.
+  std::string last_device;
 
   ~ThreadState() {
     // A node whose hook never ran (its backward threw) still gets recorded.
@@ -78,9 +82,11 @@ struct OpContext : at::ObserverContext {
   bool engine_scope = false;  // counted in tls.engine_depth
   bool optimizer_step = false;
   bool named = false;  // numbered and offered to the selector
+  bool forward = false;  // a named forward op: number and step are set
   uint64_t thread = 0;
   uint64_t seq_begin = 0;
-  std::shared_ptr<ForwardOp> forward;
+  uint64_t number = 0;  // n of {op}.{n}.fwd
+  int64_t step = 0;
   std::unique_ptr<CapturedOp> record;
   bool hooked = false;
   uint64_t backward_seq = 0;
@@ -94,10 +100,10 @@ void emitRecord(Session& s, std::unique_ptr<CapturedOp> record) {
     // Device values are still being copied: the writer completes it.
     queued = s.emit(inFlight(std::move(record)));
   } else {
-    auto bytes = std::make_unique<std::string>();
-    format::encode(*record, *bytes);
-    format::appendData(*record, *bytes);
-    queued = s.emit(std::move(bytes));
+    std::unique_ptr<QueuedRecord> item = s.blankRecord();
+    format::encode(*record, item->bytes);
+    format::appendData(*record, item->bytes);
+    queued = s.emit(std::move(item));
   }
   // Later records may refer to its contents only once it is in the queue,
   // ahead of them (a dropped record defines nothing).
@@ -125,21 +131,22 @@ std::unique_ptr<CapturedOp> newRecord(Session& s, std::string name, std::string 
 }
 
 void captureAll(Session& s, c10::ArrayRef<const c10::IValue> values, Role role, CapturedOp& r) {
-  // Level 0 reads metadata only and calls no op. The guard, which keeps the
-  // ops statistics run from being observed, costs a rebuild of torch's
-  // thread-local callback list each time on torch 1.13 (2% of a small
-  // model's step, twice per recorded op).
-  std::optional<CaptureGuard> guard;
-  if (s.config().level >= 1) guard.emplace();
+  // Capture takes the guard (CaptureGuard: acc's own ops unobserved and out
+  // of autograd) only for tensors whose values it reads through ops.
   Capture capture;
   capture.level = s.config().level;
-  capture.devices = [&s](const std::string& d) { s.noteDevice(d); };
+  capture.devices = [&s](const std::string& d) {
+    if (d == tls.last_device) return;
+    s.noteDevice(d);
+    tls.last_device = d;
+  };
   capture.contents = s.contents();
   if (role == Role::Output && outputsUninitialized(r.op)) {
     capture.uninitialized = [](const at::Tensor&) { return true; };
   } else if (role == Role::Input || role == Role::Output) {
     capture.uninitialized = [&s](const at::Tensor& t) { return s.uninitialized().contains(t); };
   }
+  r.tensors.reserve(r.tensors.size() + values.size());
   for (size_t i = 0; i < values.size(); ++i) captureValue(values[i], role, static_cast<uint32_t>(i), capture, r);
   markCopies(r);
 }
@@ -151,16 +158,22 @@ void noteWrites(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
   if (memory.empty()) return;
   c10::ArrayRef<const c10::IValue> inputs = fn.inputs();
   decltype(fn.operator_schema()) schema;  // a copy: taken only when needed
+  // False once the op's schema turned out unknown: nothing more to learn.
+  auto note = [&](size_t i, const at::Tensor& t) {
+    if (!memory.contains(t)) return true;
+    if (!schema && !(schema = fn.operator_schema())) return false;
+    const auto& args = schema->arguments();
+    if (i < args.size() && args[i].alias_info() != nullptr && args[i].alias_info()->isWrite()) {
+      ctx.writes.push_back(t);
+    }
+    return true;
+  };
   for (size_t i = 0; i < inputs.size(); ++i) {
-    std::vector<at::Tensor> tensors;
-    if (inputs[i].isTensor()) tensors.push_back(inputs[i].toTensor());
-    else if (inputs[i].isTensorList()) tensors = inputs[i].toTensorVector();
-    for (at::Tensor& t : tensors) {
-      if (!memory.contains(t)) continue;
-      if (!schema && !(schema = fn.operator_schema())) return;
-      const auto& args = schema->arguments();
-      if (i < args.size() && args[i].alias_info() != nullptr && args[i].alias_info()->isWrite()) {
-        ctx.writes.push_back(std::move(t));
+    if (inputs[i].isTensor()) {
+      if (!note(i, inputs[i].toTensor())) return;
+    } else if (inputs[i].isTensorList()) {
+      for (const c10::IValue& t : inputs[i].toListRef()) {
+        if (!note(i, t.toTensor())) return;
       }
     }
   }
@@ -204,7 +217,7 @@ class GradOutHook : public compat::PostHook {
 // Hooks the autograd nodes an op created (reachable from its outputs and
 // numbered inside the op's claimed range).
 void hookNodes(Session& s, const std::vector<c10::IValue>& outputs, uint64_t thread,
-               const std::unordered_set<uint64_t>& claimed) {
+               const std::vector<uint64_t>& claimed) {
   std::vector<torch::autograd::Node*> todo;
   for (const c10::IValue& v : outputs) {
     if (v.isTensor() && v.toTensor().defined() && v.toTensor().grad_fn()) {
@@ -215,7 +228,10 @@ void hookNodes(Session& s, const std::vector<c10::IValue>& outputs, uint64_t thr
   while (!todo.empty()) {
     torch::autograd::Node* node = todo.back();
     todo.pop_back();
-    if (!seen.insert(node).second || claimed.count(node->sequence_nr()) == 0) continue;
+    if (!seen.insert(node).second ||
+        !std::binary_search(claimed.begin(), claimed.end(), node->sequence_nr())) {
+      continue;
+    }
     node->add_post_hook(std::make_unique<GradOutHook>(node->sequence_nr()));
     s.links().markHooked(thread, node->sequence_nr());
     for (const auto& edge : node->next_edges()) {
@@ -235,21 +251,31 @@ std::unique_ptr<OpContext> enter(Session& s, bool backward) {
   return ctx;
 }
 
+std::string forwardName(std::string_view op, uint64_t n) {
+  std::string name;
+  name.reserve(op.size() + 24);
+  name.append(op).append(".").append(std::to_string(n)).append(".fwd");
+  return name;
+}
+
 void startForward(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
   ctx.thread = compat::currentThreadId();
   ctx.seq_begin = compat::peekSequenceNr();
-  const int64_t step = s.step();
-  const uint64_t n = s.nextForwardNumber();
-  std::string op = fn.name();
-  std::string name = op + "." + std::to_string(n) + ".fwd";
-  ctx.forward = std::make_shared<ForwardOp>(op, n, step);
+  ctx.forward = true;
+  ctx.step = s.step();
+  ctx.number = s.nextForwardNumber();
+  const std::string_view op = fn.name();
   s.counts().ops_seen.fetch_add(1, std::memory_order_relaxed);
-  if (!s.selector().select(name, op, "", false, step)) {
+  // The name is built before the selector only for ACC_OP_RANGE, which
+  // matches it; otherwise only for the ops that are recorded.
+  std::string name = s.selector().matchesNames() ? forwardName(op, ctx.number) : std::string();
+  if (!s.selector().select(name, op, "", false, ctx.step)) {
     s.counts().skipped.fetch_add(1, std::memory_order_relaxed);
     return;
   }
+  if (name.empty()) name = forwardName(op, ctx.number);
   s.numerics().onRecordedOp();
-  ctx.record = newRecord(s, std::move(name), std::move(op), Pass::Forward, n, step);
+  ctx.record = newRecord(s, std::move(name), std::string(op), Pass::Forward, ctx.number, ctx.step);
   ctx.record->sequence_nr = fn.seqNr();
   if (s.config().level >= 2) {
     // Replay (replay/) needs the exact overload; its lookup copies two
@@ -266,9 +292,11 @@ void startForward(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
 void endForward(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
   const uint64_t seq_end = compat::peekSequenceNr();
   if (seq_end > ctx.seq_begin) {
-    auto claimed = s.links().claim(ctx.thread, ctx.seq_begin, seq_end, ctx.forward);
+    // Only ops that made autograd nodes need a link for their backward.
+    auto op = std::make_shared<ForwardOp>(fn.name(), ctx.number, ctx.step);
+    auto claimed = s.links().claim(ctx.thread, ctx.seq_begin, seq_end, op);
     if (!claimed.empty() && s.config().records(env::Passes::Backward) &&
-        s.selector().stepSelected(ctx.forward->step)) {
+        s.selector().stepSelected(ctx.step)) {
       hookNodes(s, fn.outputs(), ctx.thread, claimed);
     }
   }
@@ -292,7 +320,7 @@ void startBackward(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
     op = link.op->op;
     n = link.op->number;
     uint32_t k = ++link.op->backward_nodes;
-    forward_name = op + "." + std::to_string(n) + ".fwd";
+    forward_name = forwardName(op, n);
     name = op + "." + std::to_string(n) + ".bwd" + (k > 1 ? "." + std::to_string(k) : "");
   } else {
     op = node;
@@ -382,7 +410,7 @@ void onEnd(const at::RecordFunction& fn, at::ObserverContext* base) {
       endBackward(*s, *ctx);
     } else if (ctx->entered && fn.scope() == at::RecordScope::FUNCTION) {
       trackUninitialized(*s, fn, *ctx);
-      if (ctx->named && ctx->forward) endForward(*s, fn, *ctx);
+      if (ctx->forward) endForward(*s, fn, *ctx);
     }
   } catch (...) {
     s->counts().capture_errors.fetch_add(1, std::memory_order_relaxed);

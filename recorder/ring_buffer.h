@@ -1,5 +1,5 @@
 // Bounded lock-free multi-producer queue (Dmitry Vyukov's design) between op
-// threads and the single writer thread. Producers never take a lock; when the
+// threads and the single writer thread (and back, for recycled items). Producers never take a lock; when the
 // queue or its byte budget is full, the caller chooses to wait or to drop.
 // An item's weight against the budget is queuedBytes(item), found by ADL.
 #pragma once
@@ -65,6 +65,8 @@ class RingBuffer {
     }
   }
 
+  // A queue has either one consumer, which calls tryPop(), or several,
+  // which call tryPopShared() (one compare-and-swap more per item).
   std::unique_ptr<Item> tryPop() {
     const size_t pos = tail_.load(std::memory_order_relaxed);
     Slot& slot = slots_[pos & mask_];
@@ -77,6 +79,28 @@ class RingBuffer {
     slot.sequence.store(pos + mask_ + 1, std::memory_order_release);
     bytes_.fetch_sub(queuedBytes(*item), std::memory_order_relaxed);
     return item;
+  }
+
+  std::unique_ptr<Item> tryPopShared() {
+    size_t pos = tail_.load(std::memory_order_relaxed);
+    for (;;) {
+      Slot& slot = slots_[pos & mask_];
+      const size_t seq = slot.sequence.load(std::memory_order_acquire);
+      const auto diff = static_cast<std::ptrdiff_t>(seq) - static_cast<std::ptrdiff_t>(pos + 1);
+      if (diff == 0) {
+        if (tail_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
+          std::unique_ptr<Item> item(slot.item);
+          slot.item = nullptr;
+          slot.sequence.store(pos + mask_ + 1, std::memory_order_release);
+          bytes_.fetch_sub(queuedBytes(*item), std::memory_order_relaxed);
+          return item;
+        }
+      } else if (diff < 0) {
+        return nullptr;  // empty
+      } else {
+        pos = tail_.load(std::memory_order_relaxed);
+      }
+    }
   }
 
   uint64_t bytesQueued() const { return bytes_.load(std::memory_order_relaxed); }

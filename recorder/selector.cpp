@@ -7,7 +7,7 @@
 namespace acc::recorder {
 namespace {
 
-bool containsLower(const std::string& haystack, const std::string& needle) {
+bool containsLower(std::string_view haystack, std::string_view needle) {
   auto it = std::search(haystack.begin(), haystack.end(), needle.begin(), needle.end(),
                         [](char a, char b) {
                           return std::tolower(static_cast<unsigned char>(a)) == b;
@@ -17,15 +17,22 @@ bool containsLower(const std::string& haystack, const std::string& needle) {
 
 }  // namespace
 
-bool Selector::matchesList(const std::string& op, const std::string& alias) const {
+bool Selector::matchesList(std::string_view op, std::string_view alias) const {
   if (config_.op_list.empty()) return true;
   return std::any_of(config_.op_list.begin(), config_.op_list.end(), [&](const std::string& s) {
     return containsLower(op, s) || (!alias.empty() && containsLower(alias, s));
   });
 }
 
-bool Selector::select(const std::string& name, const std::string& op, const std::string& alias,
-                      bool backward, int64_t step) {
+bool Selector::select(std::string_view name, std::string_view op, std::string_view alias, bool backward,
+                      int64_t step) {
+  // A step that is not recorded needs no range bookkeeping: the range
+  // starts afresh with every step.
+  if (!config_.steps.contains(step)) return false;
+  const bool candidate =
+      config_.records(backward ? env::Passes::Backward : env::Passes::Forward) && matchesList(op, alias);
+  if (!stateful_) return candidate;
+
   std::lock_guard<std::mutex> lock(mutex_);
   if (step != step_) {
     step_ = step;
@@ -35,10 +42,7 @@ bool Selector::select(const std::string& name, const std::string& op, const std:
   if (!config_.range_start.empty() && name == config_.range_start) in_range_ = true;
   if (!config_.range_end.empty() && name == config_.range_end) in_range_ = false;
 
-  if (!config_.steps.contains(step)) return false;
-  if (!config_.records(backward ? env::Passes::Backward : env::Passes::Forward)) return false;
-  if (!matchesList(op, alias)) return false;
-  if (!in_range_) return false;
+  if (!candidate || !in_range_) return false;
   // ACC_SKIP=N: record one candidate, then skip the next N.
   if (since_last_ < config_.skip) {
     ++since_last_;

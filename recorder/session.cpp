@@ -81,7 +81,7 @@ Session* Session::start(const env::Config& config, int64_t rank, const std::stri
   g_torch_version = compat::runningTorchVersion();
   auto* s = new Session(config, rank, taken);
   s->stacks_ = std::make_unique<StackRegistry>(
-      config.stack, [s](std::unique_ptr<std::string> record) { s->emit(std::move(record)); });
+      config.stack, [s](std::string record) { s->emit(std::move(record)); });
   // The writer's first tick comes a second after it starts, long after
   // writer_ is set below.
   try {
@@ -132,7 +132,8 @@ void Session::advanceStep() {
   numerics_.sample();
 }
 
-bool Session::emit(std::unique_ptr<std::string> record) { return writer_->submit(std::move(record)); }
+bool Session::emit(std::string record) { return writer_->submit(std::move(record)); }
+bool Session::emit(std::unique_ptr<QueuedRecord> record) { return writer_->submit(std::move(record)); }
 bool Session::emit(std::unique_ptr<InFlightRecord> record) { return writer_->submit(std::move(record)); }
 
 void Session::noteDevice(const std::string& device) {

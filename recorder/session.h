@@ -55,7 +55,9 @@ class Session {
   uint64_t nextIndex() { return indices_.fetch_add(1); }
 
   // False when the writer dropped the record (and counted it).
-  bool emit(std::unique_ptr<std::string> record);
+  bool emit(std::string record);
+  bool emit(std::unique_ptr<QueuedRecord> record);  // filled from blankRecord()
+  std::unique_ptr<QueuedRecord> blankRecord() { return writer_->blank(); }
   bool emit(std::unique_ptr<InFlightRecord> record);
   void noteDevice(const std::string& device);
 

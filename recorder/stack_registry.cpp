@@ -81,8 +81,8 @@ uint64_t StackRegistry::capture() {
     for (int i = 0; i < user_count; ++i) {
       record.frames.push_back({format::FrameKind::Native, describeNative(user_ips[i])});
     }
-    auto bytes = std::make_unique<std::string>();
-    format::encode(record, *bytes);
+    std::string bytes;
+    format::encode(record, bytes);
     emit_(std::move(bytes));
     return {id, true};
   };

@@ -17,7 +17,7 @@ namespace acc::recorder {
 
 class StackRegistry {
  public:
-  using Emit = std::function<void(std::unique_ptr<std::string>)>;
+  using Emit = std::function<void(std::string)>;
   StackRegistry(env::StackMode mode, Emit emit);
 
   // Stack id of the calling thread's current stack; 0 when nothing was

@@ -57,6 +57,20 @@ std::string scalarText(const c10::IValue& v) {
   return "";
 }
 
+// Whether capturing the values of `t` calls no op: a contiguous CPU tensor of
+// a type tensorStatsFused() scans, copied with memcpy at level 2. Device
+// tensors, views that need a copy and complex tensors call ops.
+bool readWithoutOps(const at::Tensor& t) {
+  if (!t.device().is_cpu() || !t.is_contiguous()) return false;
+  switch (t.scalar_type()) {
+    case at::kFloat: case at::kDouble: case at::kHalf: case at::kBFloat16: case at::kBool:
+    case at::kByte: case at::kChar: case at::kShort: case at::kInt: case at::kLong:
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 bool outputsUninitialized(std::string_view op) {
@@ -99,7 +113,7 @@ format::Tensor captureTensor(const at::Tensor& t, format::Role role, uint32_t po
     out.has_stats = true;
   }
   if (level >= 2 && here) {
-    at::Tensor host = t.detach().contiguous();
+    at::Tensor host = t.contiguous();  // itself when contiguous: no op, no autograd
     out.data.assign(static_cast<const char*>(host.data_ptr()), host.nbytes());
     out.has_data = true;
   }
@@ -115,6 +129,7 @@ void captureValue(const c10::IValue& value, format::Role role, uint32_t position
     const bool values = level >= 1 && readable(t);
     ContentStore::Content content;
     if (values && capture.contents != nullptr) content = capture.contents->identify(t, record.contents);
+    if (values && !content.ref && !capture.guard && !readWithoutOps(t)) capture.guard.emplace();
     // A content an earlier record (or tensor) holds: metadata and its id.
     record.tensors.push_back(captureTensor(t, role, position, item, content.ref ? 0 : level));
     format::Tensor& out = record.tensors.back();

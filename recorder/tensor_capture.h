@@ -1,6 +1,6 @@
 // Turns the IValues of an op (arguments, results, gradients) into format
 // records: tensors with metadata, statistics (level >= 1) and data (level 2),
-// and scalar arguments as text. Callers hold a CaptureGuard.
+// and scalar arguments as text.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string_view>
 
 #include "format/record.h"
@@ -35,6 +36,10 @@ struct Capture {
   // True for a tensor holding uninitialized memory: metadata only, flagged.
   std::function<bool(const at::Tensor&)> uninitialized;
   ContentStore* contents = nullptr;  // null: every tensor captured whole
+  // Held from the first tensor whose capture calls ops to the end of the
+  // batch. Most tensors are read straight from memory, and on torch 1.13
+  // each guard rebuilds the thread's callback list twice.
+  mutable std::optional<CaptureGuard> guard;
 };
 
 // Appends the tensors of `value` to `record` (scalars as text for inputs).

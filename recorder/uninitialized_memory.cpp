@@ -15,19 +15,35 @@ const c10::StorageImpl* UninitializedMemory::key(const at::Tensor& t) {
   return t.storage().unsafeGetStorageImpl();
 }
 
+size_t UninitializedMemory::bucket(const c10::StorageImpl* k) {
+  // StorageImpls are heap objects: the low bits carry no information.
+  const auto v = reinterpret_cast<uintptr_t>(k) >> 4;
+  return (v ^ (v >> 10)) % kBuckets;
+}
+
+void UninitializedMemory::insert(const c10::StorageImpl* k, c10::weak_intrusive_ptr<c10::StorageImpl> weak) {
+  if (storages_.insert_or_assign(k, std::move(weak)).second) {
+    filter_[bucket(k)].fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void UninitializedMemory::erase(const c10::StorageImpl* k) {
+  if (storages_.erase(k) != 0) filter_[bucket(k)].fetch_sub(1, std::memory_order_relaxed);
+}
+
 void UninitializedMemory::add(const at::Tensor& t) {
   const c10::StorageImpl* k = key(t);
   if (k == nullptr || t.storage().nbytes() == 0) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (storages_.size() >= kSweepAt) dropExpired();
-  storages_.insert_or_assign(k, t.storage().getWeakStorageImpl());
+  insert(k, t.storage().getWeakStorageImpl());
   size_.store(storages_.size(), std::memory_order_relaxed);
 }
 
 bool UninitializedMemory::contains(const at::Tensor& t) const {
   if (empty()) return false;
   const c10::StorageImpl* k = key(t);
-  if (k == nullptr) return false;
+  if (k == nullptr || filter_[bucket(k)].load(std::memory_order_relaxed) == 0) return false;
   std::lock_guard<std::mutex> lock(mu_);
   auto it = storages_.find(k);
   if (it == storages_.end()) return false;
@@ -39,14 +55,19 @@ void UninitializedMemory::written(const at::Tensor& t) {
   const c10::StorageImpl* k = key(t);
   if (k == nullptr) return;
   std::lock_guard<std::mutex> lock(mu_);
-  storages_.erase(k);
+  erase(k);
   dropExpired();
   size_.store(storages_.size(), std::memory_order_relaxed);
 }
 
 void UninitializedMemory::dropExpired() {
   for (auto it = storages_.begin(); it != storages_.end();) {
-    it = it->second.expired() ? storages_.erase(it) : std::next(it);
+    if (it->second.expired()) {
+      filter_[bucket(it->first)].fetch_sub(1, std::memory_order_relaxed);
+      it = storages_.erase(it);
+    } else {
+      ++it;
+    }
   }
 }
 

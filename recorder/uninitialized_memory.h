@@ -9,7 +9,9 @@
 #include <ATen/ATen.h>
 #include <c10/util/intrusive_ptr.h>
 
+#include <array>
 #include <atomic>
+#include <cstdint>
 #include <mutex>
 #include <unordered_map>
 
@@ -25,7 +27,16 @@ class UninitializedMemory {
 
  private:
   static const c10::StorageImpl* key(const at::Tensor& t);
+  static size_t bucket(const c10::StorageImpl* k);
+  void insert(const c10::StorageImpl* k, c10::weak_intrusive_ptr<c10::StorageImpl> weak);  // mu_ held
+  void erase(const c10::StorageImpl* k);  // mu_ held
   void dropExpired();  // mu_ held
+
+  // A counting filter over the tracked keys, read without the lock: every
+  // op's inputs are looked up, and a dead entry (swept only on the next add
+  // or write) would otherwise make each of those lookups take the mutex.
+  static constexpr size_t kBuckets = 1024;
+  std::array<std::atomic<uint32_t>, kBuckets> filter_{};
 
   mutable std::mutex mu_;
   // Weak: a freed storage's address may come back for a new one.

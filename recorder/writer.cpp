@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 
 #include "format/bytes.h"
@@ -15,6 +16,8 @@ namespace acc::recorder {
 namespace {
 
 constexpr size_t kQueueSlots = 1 << 16;
+constexpr size_t kPoolItems = 256;
+constexpr size_t kPoolRecordBytes = 64 << 10;
 constexpr auto kFlushInterval = std::chrono::milliseconds(100);
 constexpr auto kTickInterval = std::chrono::seconds(1);
 // How long stop() waits for a device's values before counting them lost.
@@ -48,7 +51,10 @@ bool isOpRecord(const std::string& record) {
 }  // namespace
 
 Writer::Writer(const std::string& path, const env::Config& config, std::function<void()> tick)
-    : config_(config), queue_(kQueueSlots, config.buffer_mb << 20), tick_(std::move(tick)) {
+    : config_(config),
+      queue_(kQueueSlots, config.buffer_mb << 20),
+      pool_(kPoolItems, std::numeric_limits<uint64_t>::max()),
+      tick_(std::move(tick)) {
   fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) throw std::runtime_error(path + ": " + std::strerror(errno));
   std::string header = format::fileHeader();
@@ -62,16 +68,30 @@ Writer::Writer(const std::string& path, const env::Config& config, std::function
 
 Writer::~Writer() { stop(); }
 
-bool Writer::submit(std::unique_ptr<std::string> record) {
-  auto item = std::make_unique<QueuedRecord>();
-  item->bytes = std::move(*record);
+bool Writer::submit(std::string record) {
+  auto item = blank();
+  item->bytes = std::move(record);
   return push(std::move(item));
 }
 
 bool Writer::submit(std::unique_ptr<InFlightRecord> record) {
-  auto item = std::make_unique<QueuedRecord>();
+  auto item = blank();
   item->in_flight = std::move(record);
   return push(std::move(item));
+}
+
+bool Writer::submit(std::unique_ptr<QueuedRecord> item) { return push(std::move(item)); }
+
+std::unique_ptr<QueuedRecord> Writer::blank() {
+  std::unique_ptr<QueuedRecord> item = pool_.tryPopShared();
+  return item ? std::move(item) : std::make_unique<QueuedRecord>();
+}
+
+void Writer::recycle(std::unique_ptr<QueuedRecord> item) {
+  item->in_flight.reset();
+  if (item->bytes.capacity() > kPoolRecordBytes) return;  // large records are rare: freed here
+  item->bytes.clear();
+  pool_.tryPush(item);  // a full pool frees it here
 }
 
 bool Writer::push(std::unique_ptr<QueuedRecord> item) {
@@ -144,6 +164,7 @@ void Writer::run() {
     }
     const bool added = item != nullptr;
     if (item && !item->bytes.empty()) add(item->bytes);
+    if (item) recycle(std::move(item));
     auto now = std::chrono::steady_clock::now();
     bool due = !payload_.empty() && now - last_flush >= kFlushInterval;
     if (payload_.size() >= frame_bytes_ || due || (!added && !waiting_ && stopping)) {

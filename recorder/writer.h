@@ -42,10 +42,17 @@ class Writer {
   // Hands one encoded record to the writer: format::encode() output, for an
   // op record followed by its format::appendData() bytes. Never throws;
   // returns false when the record was dropped (and counted).
-  bool submit(std::unique_ptr<std::string> record);
+  bool submit(std::string record);
   // An op record whose device values are still being copied: the writer
   // encodes it when they have arrived, in queue order. Same contract.
   bool submit(std::unique_ptr<InFlightRecord> record);
+  // An empty item to fill (bytes or in_flight) and submit(): one the writer
+  // has written and handed back when there is one, with its buffer. Then
+  // the writer never frees what an op thread allocated, which glibc does
+  // under the op thread's arena lock, contending with the op's own
+  // allocations (a futex call per op on a busy level-1 recording).
+  std::unique_ptr<QueuedRecord> blank();
+  bool submit(std::unique_ptr<QueuedRecord> item);
 
   // Drains the queue, writes the last frame and joins the thread.
   void stop();
@@ -55,6 +62,7 @@ class Writer {
 
  private:
   bool push(std::unique_ptr<QueuedRecord> item);
+  void recycle(std::unique_ptr<QueuedRecord> item);
   void run();
   bool settle(QueuedRecord& item, bool stopping);
   void add(const std::string& item);
@@ -65,12 +73,17 @@ class Writer {
 
   env::Config config_;
   RingBuffer<QueuedRecord> queue_;
+  // Written items waiting for blank(), each with a buffer of at most
+  // kPoolRecordBytes (16 MiB in all): the writer pushes, op threads pop.
+  RingBuffer<QueuedRecord> pool_;
   int fd_ = -1;
   std::thread thread_;
-  std::atomic<bool> stopping_{false};
+  // Read or written by op threads on every record: a cache line of their
+  // own, apart from the writer thread's state below.
+  alignas(64) std::atomic<bool> stopping_{false};
   std::atomic<bool> stopped_{false};
   std::atomic<int> submitting_{0};  // submit() calls in progress
-  const std::function<void()> tick_;
+  alignas(64) const std::function<void()> tick_;
 
   // Writer-thread state.
   std::unique_ptr<QueuedRecord> waiting_;  // in flight, its values not arrived yet

@@ -53,6 +53,7 @@ std::string encodeRequest(const Request& r) {
   w.varint(r.records.size());
   for (const format::OpRecord& op : r.records) putRecord(op, w);
   w.u8(r.reduced_mantissa);
+  w.finish();
   return out;
 }
 
@@ -75,6 +76,7 @@ std::string encodeOutcome(const Outcome& o) {
   if (o.has_float64) putRecord(o.float64, w);
   if (o.has_reduced) putRecord(o.reduced, w);
   w.str(o.float64_error);
+  w.finish();
   return out;
 }
 

@@ -365,6 +365,7 @@ TEST(BytesTest, VarintEdgeValuesRoundTripWithExpectedLengths) {
     std::string buf;
     ByteWriter w(buf);
     w.varint(value);
+    w.finish();
     EXPECT_EQ(buf.size(), length) << value;
     ByteReader r(buf);
     EXPECT_EQ(r.varint(), value);
@@ -378,6 +379,8 @@ TEST(BytesTest, VarintKnownEncodings) {
   w.varint(127);
   w.varint(128);
   w.varint(300);
+  EXPECT_EQ(w.view(), std::string_view("\x7f\x80\x01\xac\x02", 5));
+  w.finish();
   EXPECT_EQ(buf, std::string("\x7f\x80\x01\xac\x02", 5));
 }
 
@@ -389,12 +392,31 @@ TEST(BytesTest, ZigzagEdgeValuesRoundTrip) {
     std::string buf;
     ByteWriter w(buf);
     w.zigzag(value);
+    w.finish();
     ByteReader raw(buf);
     EXPECT_EQ(raw.varint(), encoded) << value;
     ByteReader r(buf);
     EXPECT_EQ(r.zigzag(), value);
     EXPECT_TRUE(r.done());
   }
+}
+
+// The writer appends after what the string held, and a scratch buffer
+// written from offset 0 keeps its size (view() is what was written).
+TEST(BytesTest, WriterAppendsAndOverwritesScratch) {
+  std::string out = "ab";
+  ByteWriter w(out);
+  w.str(std::string(300, 'x'));  // grows the string past one step
+  w.finish();
+  ASSERT_EQ(out.size(), 2u + 2u + 300u);
+  EXPECT_EQ(out.substr(0, 2), "ab");
+  EXPECT_EQ(out.substr(4), std::string(300, 'x'));
+
+  std::string scratch(1000, 'z');
+  ByteWriter s(scratch, 0);
+  s.varint(5);
+  EXPECT_EQ(s.view(), std::string_view("\x05", 1));
+  EXPECT_EQ(scratch.size(), 1000u);  // not trimmed
 }
 
 TEST(BytesTest, MixedFieldsRoundTrip) {
@@ -406,6 +428,7 @@ TEST(BytesTest, MixedFieldsRoundTrip) {
   w.str("hello");
   w.str("");
   w.zigzag(INT64_MIN);
+  w.finish();
   EXPECT_EQ(w.size(), buf.size());
   ByteReader r(buf);
   EXPECT_EQ(r.u8(), 0xff);

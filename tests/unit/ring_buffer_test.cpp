@@ -185,5 +185,45 @@ TEST(RingBufferTest, ManyProducersOneConsumer) {
   EXPECT_EQ(q.bytesQueued(), 0u);
 }
 
+// The writer's pool of recycled items: one thread pushes, several pop with
+// tryPopShared(). Every item comes out exactly once, whoever takes it.
+TEST(RingBufferTest, OneProducerManySharedConsumers) {
+  constexpr int kConsumers = 3;
+  constexpr int kItems = 30000;
+  RingBuffer q(64, 1 << 20);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  auto late = [&] { return std::chrono::steady_clock::now() > deadline; };
+
+  std::atomic<int> taken{0};
+  std::vector<std::vector<int>> seen(kConsumers);
+  std::vector<std::thread> consumers;
+  for (int c = 0; c < kConsumers; ++c) {
+    consumers.emplace_back([&, c] {
+      while (taken.load() < kItems && !late()) {
+        if (auto it = q.tryPopShared()) {
+          seen[c].push_back(std::stoi(*it));
+          taken.fetch_add(1);
+        } else {
+          std::this_thread::yield();
+        }
+      }
+    });
+  }
+  for (int i = 0; i < kItems && !late(); ++i) {
+    auto it = item(std::to_string(i));
+    while (!q.tryPush(it) && !late()) std::this_thread::yield();
+  }
+  for (auto& t : consumers) t.join();
+
+  std::vector<int> count(kItems, 0);
+  for (const auto& v : seen) {
+    for (size_t k = 1; k < v.size(); ++k) EXPECT_LT(v[k - 1], v[k]);  // each consumer sees FIFO order
+    for (int i : v) ++count[i];
+  }
+  for (int i = 0; i < kItems; ++i) ASSERT_EQ(count[i], 1) << "item " << i;
+  EXPECT_EQ(q.tryPopShared(), nullptr);
+  EXPECT_EQ(q.bytesQueued(), 0u);
+}
+
 }  // namespace
 }  // namespace acc::recorder

@@ -183,6 +183,41 @@ TEST(SelectorTest, StepsFilter) {
   EXPECT_EQ(selected, (std::vector<int64_t>{1, 2, 5}));
 }
 
+// The observer builds an op's name before select() only when the selector
+// reads names; otherwise it passes none and names the ops it records.
+TEST(SelectorTest, OnlyRangesReadNames) {
+  env::Config plain;
+  plain.op_list = {"add"};
+  plain.skip = 1;
+  Selector s(plain);
+  EXPECT_FALSE(s.matchesNames());
+  std::vector<int> selected;
+  for (int i = 0; i < 4; ++i) {
+    if (s.select("", i % 2 ? "aten::add" : "aten::mul", "", false, 0)) selected.push_back(i);
+  }
+  EXPECT_EQ(selected, (std::vector<int>{1}));  // adds 1 and 3, one skipped after each record
+
+  env::Config ranged;
+  ranged.range_end = "aten::add.1.fwd";
+  EXPECT_TRUE(Selector(ranged).matchesNames());
+  env::Config started;
+  started.range_start = "aten::add.1.fwd";
+  EXPECT_TRUE(Selector(started).matchesNames());
+}
+
+// A range is re-armed with each step, so a step that is not recorded
+// (whose boundaries are not looked at) leaves the next one unaffected.
+TEST(SelectorTest, UnselectedStepDoesNotMoveTheRange) {
+  env::Config c;
+  c.steps.ranges = {{1, 1}};
+  c.range_start = "aten::relu.1.fwd";
+  Selector s(c);
+  auto ops = forwardOps({"aten::conv2d", "aten::relu", "aten::add"});
+  EXPECT_EQ(run(s, ops, 0), Names{});
+  EXPECT_EQ(run(s, {ops[0]}, 1), Names{});  // step 1 starts outside the range
+  EXPECT_EQ(run(s, {ops[1], ops[2]}, 1), (Names{"aten::relu.1.fwd", "aten::add.2.fwd"}));
+}
+
 TEST(SelectorTest, PassesFilter) {
   std::vector<Op> ops = {
       {"aten::relu.0.fwd", "aten::relu"},

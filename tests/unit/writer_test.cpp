@@ -48,8 +48,7 @@ std::string pattern(uint64_t index, size_t bytes) {
 }
 
 // What the observer submits: the record, then its tensor bytes.
-std::unique_ptr<std::string> encodedOp(uint64_t index, size_t data_bytes = 0, uint64_t thread = 0,
-                                       size_t scalar_bytes = 0) {
+std::string encodedOp(uint64_t index, size_t data_bytes = 0, uint64_t thread = 0, size_t scalar_bytes = 0) {
   format::OpRecord r;
   r.index = index;
   r.op = "aten::add";
@@ -67,9 +66,9 @@ std::unique_ptr<std::string> encodedOp(uint64_t index, size_t data_bytes = 0, ui
     t.data = pattern(index, data_bytes);
     r.tensors.push_back(std::move(t));
   }
-  auto out = std::make_unique<std::string>();
-  format::encode(r, *out);
-  format::appendData(r, *out);
+  std::string out;
+  format::encode(r, out);
+  format::appendData(r, out);
   return out;
 }
 
@@ -275,7 +274,7 @@ TEST_F(WriterTest, DropModeWithTinyBufferAccountsForEveryRecord) {
   config.buffer_mb = 1;  // room for two of the records below
   config.frame_kb = 16;
   constexpr uint64_t kRecords = 64;
-  std::vector<std::unique_ptr<std::string>> records;
+  std::vector<std::string> records;
   for (uint64_t i = 0; i < kRecords; ++i) records.push_back(encodedOp(i, 400 << 10));
 
   Writer writer(path_, config);
@@ -366,7 +365,7 @@ class SlowRecord final : public InFlightRecord {
     if (fail_) throw std::runtime_error("device lost");
     return --polls_ < 0;
   }
-  std::string encode() override { return *encodedOp(index_, 100); }
+  std::string encode() override { return encodedOp(index_, 100); }
   uint64_t heldBytes() const override { return 100; }
 
  private:
