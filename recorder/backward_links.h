@@ -30,7 +30,7 @@ class BackwardLinks {
   // those it claimed, in ascending order: numbers an inner (nested) op
   // linked first stay its.
   std::vector<uint64_t> claim(uint64_t thread, uint64_t begin, uint64_t end,
-                                     const std::shared_ptr<ForwardOp>& op);
+                              const std::shared_ptr<ForwardOp>& op);
   // Notes that the node with this number carries acc's post hook, which
   // reports the gradients the node produces.
   void markHooked(uint64_t thread, uint64_t seq);

@@ -1,6 +1,7 @@
-// Bounded lock-free multi-producer queue (Dmitry Vyukov's design) between op
-// threads and the single writer thread (and back, for recycled items). Producers never take a lock; when the
-// queue or its byte budget is full, the caller chooses to wait or to drop.
+// Bounded lock-free multi-producer multi-consumer queue (Dmitry Vyukov's
+// design): op threads to the writer thread, and back for recycled items.
+// Nobody takes a lock; when the queue or its byte budget is full, the caller
+// chooses to wait or to drop.
 // An item's weight against the budget is queuedBytes(item), found by ADL.
 #pragma once
 
@@ -65,23 +66,9 @@ class RingBuffer {
     }
   }
 
-  // A queue has either one consumer, which calls tryPop(), or several,
-  // which call tryPopShared() (one compare-and-swap more per item).
+  // Safe from several consumer threads (the writer's pool of recycled items
+  // is popped by every op thread); one compare-and-swap per item.
   std::unique_ptr<Item> tryPop() {
-    const size_t pos = tail_.load(std::memory_order_relaxed);
-    Slot& slot = slots_[pos & mask_];
-    const size_t seq = slot.sequence.load(std::memory_order_acquire);
-    if (static_cast<std::ptrdiff_t>(seq) - static_cast<std::ptrdiff_t>(pos + 1) < 0) return nullptr;
-    // Single consumer: no CAS needed on the tail.
-    std::unique_ptr<Item> item(slot.item);
-    slot.item = nullptr;
-    tail_.store(pos + 1, std::memory_order_relaxed);
-    slot.sequence.store(pos + mask_ + 1, std::memory_order_release);
-    bytes_.fetch_sub(queuedBytes(*item), std::memory_order_relaxed);
-    return item;
-  }
-
-  std::unique_ptr<Item> tryPopShared() {
     size_t pos = tail_.load(std::memory_order_relaxed);
     for (;;) {
       Slot& slot = slots_[pos & mask_];

@@ -15,7 +15,7 @@ class Selector {
  public:
   explicit Selector(const env::Config& config)
       : config_(config),
-        stateful_(!config.range_start.empty() || !config.range_end.empty() || config.skip > 0),
+        stateful_(matchesNames() || config.skip > 0),
         since_last_(config.skip) {
     resetRange();
   }

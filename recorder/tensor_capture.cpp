@@ -57,20 +57,6 @@ std::string scalarText(const c10::IValue& v) {
   return "";
 }
 
-// Whether capturing the values of `t` calls no op: a contiguous CPU tensor of
-// a type tensorStatsFused() scans, copied with memcpy at level 2. Device
-// tensors, views that need a copy and complex tensors call ops.
-bool readWithoutOps(const at::Tensor& t) {
-  if (!t.device().is_cpu() || !t.is_contiguous()) return false;
-  switch (t.scalar_type()) {
-    case at::kFloat: case at::kDouble: case at::kHalf: case at::kBFloat16: case at::kBool:
-    case at::kByte: case at::kChar: case at::kShort: case at::kInt: case at::kLong:
-      return true;
-    default:
-      return false;
-  }
-}
-
 }  // namespace
 
 bool outputsUninitialized(std::string_view op) {
@@ -129,7 +115,9 @@ void captureValue(const c10::IValue& value, format::Role role, uint32_t position
     const bool values = level >= 1 && readable(t);
     ContentStore::Content content;
     if (values && capture.contents != nullptr) content = capture.contents->identify(t, record.contents);
-    if (values && !content.ref && !capture.guard && !readWithoutOps(t)) capture.guard.emplace();
+    // Statistics read in place need no guard; level 2 then copies the same
+    // contiguous memory (t.contiguous() is t itself).
+    if (values && !content.ref && !capture.guard && !statsReadInPlace(t)) capture.guard.emplace();
     // A content an earlier record (or tensor) holds: metadata and its id.
     record.tensors.push_back(captureTensor(t, role, position, item, content.ref ? 0 : level));
     format::Tensor& out = record.tensors.back();

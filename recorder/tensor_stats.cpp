@@ -188,6 +188,31 @@ format::Stats fused(const at::Tensor& t) {
   return s;
 }
 
+template <typename T, typename B>
+struct ScanType {
+  using Element = T;
+  using Bits = B;  // the unsigned integer of the element's width, for the checksum
+};
+
+// Calls f(ScanType<...>{}) for the element types the fused pass scans;
+// false (f not called) for the others, which go to ATen.
+template <typename F>
+bool withScanType(at::ScalarType type, F&& f) {
+  switch (type) {
+    case at::kFloat: f(ScanType<float, uint32_t>{}); return true;
+    case at::kDouble: f(ScanType<double, uint64_t>{}); return true;
+    case at::kHalf: f(ScanType<c10::Half, uint16_t>{}); return true;
+    case at::kBFloat16: f(ScanType<c10::BFloat16, uint16_t>{}); return true;
+    case at::kBool: f(ScanType<bool, uint8_t>{}); return true;
+    case at::kByte: f(ScanType<uint8_t, uint8_t>{}); return true;
+    case at::kChar: f(ScanType<int8_t, uint8_t>{}); return true;
+    case at::kShort: f(ScanType<int16_t, uint16_t>{}); return true;
+    case at::kInt: f(ScanType<int32_t, uint32_t>{}); return true;
+    case at::kLong: f(ScanType<int64_t, uint64_t>{}); return true;
+    default: return false;
+  }
+}
+
 at::ScalarType sameWidthInteger(size_t bytes) {
   switch (bytes) {
     case 1: return at::kByte;
@@ -202,19 +227,16 @@ at::ScalarType sameWidthInteger(size_t bytes) {
 format::Stats tensorStatsFused(const at::Tensor& cpu_tensor) {
   at::Tensor t = cpu_tensor.is_complex() ? at::view_as_real(cpu_tensor) : cpu_tensor;
   t = t.contiguous();
-  switch (t.scalar_type()) {
-    case at::kFloat: return fused<float, uint32_t>(t);
-    case at::kDouble: return fused<double, uint64_t>(t);
-    case at::kHalf: return fused<c10::Half, uint16_t>(t);
-    case at::kBFloat16: return fused<c10::BFloat16, uint16_t>(t);
-    case at::kBool: return fused<bool, uint8_t>(t);
-    case at::kByte: return fused<uint8_t, uint8_t>(t);
-    case at::kChar: return fused<int8_t, uint8_t>(t);
-    case at::kShort: return fused<int16_t, uint16_t>(t);
-    case at::kInt: return fused<int32_t, uint32_t>(t);
-    case at::kLong: return fused<int64_t, uint64_t>(t);
-    default: return tensorStatsAten(t);
-  }
+  format::Stats stats;
+  const bool scanned = withScanType(t.scalar_type(), [&](auto type) {
+    stats = fused<typename decltype(type)::Element, typename decltype(type)::Bits>(t);
+  });
+  return scanned ? stats : tensorStatsAten(t);
+}
+
+bool statsReadInPlace(const at::Tensor& t) {
+  return t.device().is_cpu() && t.layout() == at::kStrided && t.is_contiguous() &&
+         withScanType(t.scalar_type(), [](auto) {});
 }
 
 namespace {

@@ -17,6 +17,11 @@ format::Stats tensorStats(const at::Tensor& t);
 format::Stats tensorStatsFused(const at::Tensor& cpu_tensor);
 format::Stats tensorStatsAten(const at::Tensor& t);  // blocking: deviceStats, then .cpu()
 
+// Whether tensorStats(t) reads t's memory in place and calls no op: a
+// contiguous CPU tensor of a type the fused pass scans. (Complex tensors,
+// copies of views and ATen's path call ops.)
+bool statsReadInPlace(const at::Tensor& t);
+
 // The statistics of `t` as kDeviceStatsSize float64 values on t's device
 // (min, max, mean, norm, then nan count, inf count and checksum as the bits
 // of int64 values), computed by ATen kernels on that device without copying

@@ -83,7 +83,7 @@ bool Writer::submit(std::unique_ptr<InFlightRecord> record) {
 bool Writer::submit(std::unique_ptr<QueuedRecord> item) { return push(std::move(item)); }
 
 std::unique_ptr<QueuedRecord> Writer::blank() {
-  std::unique_ptr<QueuedRecord> item = pool_.tryPopShared();
+  std::unique_ptr<QueuedRecord> item = pool_.tryPop();
   return item ? std::move(item) : std::make_unique<QueuedRecord>();
 }
 

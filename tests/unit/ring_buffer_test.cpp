@@ -185,9 +185,9 @@ TEST(RingBufferTest, ManyProducersOneConsumer) {
   EXPECT_EQ(q.bytesQueued(), 0u);
 }
 
-// The writer's pool of recycled items: one thread pushes, several pop with
-// tryPopShared(). Every item comes out exactly once, whoever takes it.
-TEST(RingBufferTest, OneProducerManySharedConsumers) {
+// The writer's pool of recycled items: one thread pushes, several pop.
+// Every item comes out exactly once, whoever takes it.
+TEST(RingBufferTest, OneProducerManyConsumers) {
   constexpr int kConsumers = 3;
   constexpr int kItems = 30000;
   RingBuffer q(64, 1 << 20);
@@ -200,7 +200,7 @@ TEST(RingBufferTest, OneProducerManySharedConsumers) {
   for (int c = 0; c < kConsumers; ++c) {
     consumers.emplace_back([&, c] {
       while (taken.load() < kItems && !late()) {
-        if (auto it = q.tryPopShared()) {
+        if (auto it = q.tryPop()) {
           seen[c].push_back(std::stoi(*it));
           taken.fetch_add(1);
         } else {
@@ -221,7 +221,7 @@ TEST(RingBufferTest, OneProducerManySharedConsumers) {
     for (int i : v) ++count[i];
   }
   for (int i = 0; i < kItems; ++i) ASSERT_EQ(count[i], 1) << "item " << i;
-  EXPECT_EQ(q.tryPopShared(), nullptr);
+  EXPECT_EQ(q.tryPop(), nullptr);
   EXPECT_EQ(q.bytesQueued(), 0u);
 }
 
