@@ -1,8 +1,13 @@
 # Torch's CMake config gives the libstdc++ ABI flag (TORCH_CXX_FLAGS) but not
 # whether torch was built with NDEBUG, which changes at::RecordFunction's
 # layout. Build a probe each way, run it against the installed libtorch and
-# keep the setting whose layout matches.
+# keep the setting whose layout matches. The probe links torch_cpu and c10 by
+# their files, not through torch's imported targets: pip's wheels name
+# protobuf::libprotobuf in those targets' link interfaces, which try_run's
+# generated project cannot resolve under CMake 4.
 function(acc_detect_torch_ndebug out_var)
+  acc_find_torch_library(torch_cpu ACC_TORCH_CPU_LIBRARY)
+  acc_find_torch_library(c10 ACC_C10_LIBRARY)
   foreach(variant NDEBUG DEBUG)
     set(defs ${TORCH_CXX_FLAGS})
     if(variant STREQUAL "NDEBUG")
@@ -14,7 +19,7 @@ function(acc_detect_torch_ndebug out_var)
               ${PROJECT_SOURCE_DIR}/cmake/abi_probe_main.cpp
       COMPILE_DEFINITIONS ${defs}
       CMAKE_FLAGS "-DINCLUDE_DIRECTORIES=${TORCH_INCLUDE_DIRS};${PROJECT_SOURCE_DIR}"
-      LINK_LIBRARIES ${TORCH_LIBRARIES}
+      LINK_LIBRARIES ${ACC_TORCH_CPU_LIBRARY} ${ACC_C10_LIBRARY}
       CXX_STANDARD ${CMAKE_CXX_STANDARD}
       COMPILE_OUTPUT_VARIABLE compile_out
       RUN_OUTPUT_VARIABLE run_out)
@@ -33,14 +38,19 @@ function(acc_detect_torch_ndebug out_var)
                       "torch in ${Torch_DIR}; see the probe output above")
 endfunction()
 
+# Finds lib<name>.so of the torch CMake found, into the cache variable `var`.
+function(acc_find_torch_library name var)
+  find_library(${var} ${name}
+    HINTS "${TORCH_INSTALL_PREFIX}/lib" "${Torch_DIR}/../../../lib" "${Torch_DIR}/../..")
+  if(NOT ${var})
+    message(FATAL_ERROR "acc: cannot find lib${name} next to ${Torch_DIR}")
+  endif()
+endfunction()
+
 # Writes what the core is built against (libacc_core.torch) for the preload
 # shim, which compares it with the libtorch_cpu a process actually loads.
 function(acc_write_torch_identity path)
-  find_library(ACC_TORCH_CPU_LIBRARY torch_cpu
-    HINTS "${TORCH_INSTALL_PREFIX}/lib" "${Torch_DIR}/../../../lib" "${Torch_DIR}/../..")
-  if(NOT ACC_TORCH_CPU_LIBRARY)
-    message(FATAL_ERROR "acc: cannot find libtorch_cpu next to ${Torch_DIR}")
-  endif()
+  acc_find_torch_library(torch_cpu ACC_TORCH_CPU_LIBRARY)
   get_filename_component(real "${ACC_TORCH_CPU_LIBRARY}" REALPATH)
   find_program(ACC_READELF readelf REQUIRED)
   execute_process(COMMAND ${ACC_READELF} -n "${real}" OUTPUT_VARIABLE notes ERROR_QUIET)

@@ -9,7 +9,9 @@
 //  - counters (C functions, read with ctypes) of what costs a real device a
 //    host synchronisation: blocking device-to-host copies requested from
 //    outside a kernel, .item() (_local_scalar_dense), and event, stream and
-//    device synchronisations;
+//    device synchronisations; and of kernels: ops the device runs when
+//    called from outside another of its kernels, copies included, each of
+//    which costs a real device a launch;
 //  - events that complete TESTDEV_EVENT_DELAY_US microseconds (default
 //    2000) after they are recorded, as a device running behind the host
 //    would, so a caller that does not wait for them sees them incomplete;
@@ -53,13 +55,16 @@ namespace {
 using compat::Optional;
 constexpr c10::DeviceType kType = c10::DeviceType::PrivateUse1;
 
-std::atomic<uint64_t> g_blocking_copies{0}, g_scalar_reads{0}, g_synchronizations{0};
+std::atomic<uint64_t> g_blocking_copies{0}, g_scalar_reads{0}, g_synchronizations{0}, g_kernels{0};
 std::atomic<uint64_t> g_events_recorded{0}, g_event_queries{0};
 // Set while a kernel runs: its copies are the device's own work.
 thread_local int t_in_kernel = 0;
 
 struct KernelScope {
-  KernelScope() { ++t_in_kernel; }
+  // Counts a kernel launch unless another kernel runs it.
+  KernelScope() {
+    if (t_in_kernel++ == 0) g_kernels.fetch_add(1, std::memory_order_relaxed);
+  }
   ~KernelScope() { --t_in_kernel; }
 };
 
@@ -174,6 +179,7 @@ at::Tensor emptyStrided(at::IntArrayRef size, at::IntArrayRef stride, Optional<a
 
 at::Tensor copyFrom(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
   if (onDevice(self) && !onDevice(dst) && !non_blocking && t_in_kernel == 0) g_blocking_copies.fetch_add(1);
+  KernelScope scope;
   at::Tensor out = hostAlias(dst);
   out.copy_(hostAlias(self));
   return dst;
@@ -374,5 +380,6 @@ __attribute__((visibility("default"))) uint64_t testdev_blocking_copies() { retu
 __attribute__((visibility("default"))) uint64_t testdev_scalar_reads() { return testdev::g_scalar_reads.load(); }
 __attribute__((visibility("default"))) uint64_t testdev_synchronizations() { return testdev::g_synchronizations.load(); }
 __attribute__((visibility("default"))) uint64_t testdev_events_recorded() { return testdev::g_events_recorded.load(); }
+__attribute__((visibility("default"))) uint64_t testdev_kernels() { return testdev::g_kernels.load(); }
 __attribute__((visibility("default"))) uint64_t testdev_event_queries() { return testdev::g_event_queries.load(); }
 }

@@ -17,13 +17,17 @@ _lib = None
 NAME = "testdev"
 
 
+# The library's counters (testdev.cpp), each read by testdev_{name}().
+COUNTERS = ("blocking_copies", "scalar_reads", "synchronizations", "events_recorded", "event_queries", "kernels")
+
+
 def load(path):
     global _lib
     if _lib is not None:
         return device_name()
     torch.ops.load_library(path)
     _lib = ctypes.CDLL(path)
-    for fn in ("blocking_copies", "scalar_reads", "synchronizations", "events_recorded", "event_queries"):
+    for fn in COUNTERS:
         getattr(_lib, "testdev_" + fn).restype = ctypes.c_uint64
     if hasattr(torch.utils, "rename_privateuse1_backend"):
         torch.utils.rename_privateuse1_backend(NAME)
@@ -45,5 +49,4 @@ def device_name():
 
 
 def counters():
-    return {fn: int(getattr(_lib, "testdev_" + fn)())
-            for fn in ("blocking_copies", "scalar_reads", "synchronizations", "events_recorded", "event_queries")}
+    return {fn: int(getattr(_lib, "testdev_" + fn)()) for fn in COUNTERS}
