@@ -17,8 +17,7 @@ namespace acc::recorder {
 // kernels; readable once the event that follows the copy has completed.
 struct DeviceValues {
   size_t tensor = 0;  // index in tensors
-  at::Tensor stats;   // host, kDeviceStatsSize int64 (level >= 1; see deviceStats), or undefined
-  int64_t elements = 0;  // what statsFromBuffer divides the sum by
+  at::Tensor stats;   // host, kDeviceStatsSize float64 (level >= 1), or undefined
   at::Tensor data;    // host, the tensor's bytes in row-major order (level 2), or undefined
 };
 

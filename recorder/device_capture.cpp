@@ -54,7 +54,7 @@ class InFlightOp final : public InFlightRecord {
     for (DeviceValues& v : op_->device_values) {
       format::Tensor& t = op_->tensors[v.tensor];
       if (v.stats.defined()) {
-        t.stats = statsFromBuffer(v.stats, v.elements);
+        t.stats = statsFromBuffer(v.stats);
         t.has_stats = true;
       }
       if (v.data.defined()) {
@@ -83,9 +83,8 @@ void captureOnDevice(const at::Tensor& t, int level, size_t index, CapturedOp& o
   DeviceValues values;
   values.tensor = index;
   if (level >= 1) {
-    values.stats = hostBuffer({kDeviceStatsSize}, at::kLong, type);
+    values.stats = hostBuffer({kDeviceStatsSize}, at::kDouble, type);
     values.stats.copy_(deviceStats(t), /*non_blocking=*/true);
-    values.elements = statsElements(t);
   }
   if (level >= 2) {
     values.data = hostBuffer(t.sizes(), t.scalar_type(), type);

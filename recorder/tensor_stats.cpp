@@ -309,52 +309,23 @@ at::Tensor blockNorm(const at::Tensor& flat, at::ScalarType accumulate) {
   return squares.sqrt();
 }
 
-// Slots of deviceStats' buffer, an int64 tensor whose first four values are
-// the bits of float64 values.
-enum : int64_t { kMinSlot, kMaxSlot, kSumSlot, kNormSlot, kNanSlot, kInfSlot, kChecksumSlot };
-
-// Tensors of at most this many elements are read as one float64 copy (8 MiB
-// at most): each statistic is then one kernel writing its slot. On a device
-// a small tensor's statistics cost what their kernel launches cost, so
-// fewer kernels is what counts there. Larger floating tensors are summed in
-// blocks in their own precision, without a float64 copy.
-constexpr int64_t kWidenLimit = kChecksumChunk;
-
-// The sum of a flat tensor into `slot`, through sum's dim= overload: its
-// out= form writes the slot itself, where the dim-less sum.out computes a
-// temporary and copies it, a second kernel.
-constexpr int64_t kOnlyDim[] = {0};
-
-void sumInto(at::Tensor& slot, const at::Tensor& flat, at::ScalarType dtype) {
-  at::sum_out(slot, flat, at::IntArrayRef(kOnlyDim), false, dtype);
-}
-
-void sumInto(at::Tensor& slot, const at::Tensor& flat) {
-  at::sum_out(slot, flat, at::IntArrayRef(kOnlyDim));
-}
-
-// The checksum into `slot`: the integer view of each element weighed by
-// (2i+1) and summed mod 2^64 (wrapping int64 arithmetic). The product with
-// the int64 weights is an int64 tensor of its own (type promotion widens
-// the view without a separate copy, and never writes the caller's memory).
-void checksumInto(const at::Tensor& flat, at::Tensor& slot) {
+at::Tensor checksumOf(const at::Tensor& flat) {
   const int64_t n = flat.numel();
   at::Tensor bits = flat.view(sameWidthInteger(flat.element_size()));
-  if (n <= kChecksumChunk) {
-    sumInto(slot, at::mul(bits, checksumWeights(flat.device(), n)));
-    return;
-  }
-  // A chunk starting at element b weighs element b+i by (2i+1) + 2b: its
-  // weighted sum plus 2b times its plain sum.
   at::Tensor sum;
   for (int64_t begin = 0; begin < n; begin += kChecksumChunk) {
     const int64_t len = std::min(kChecksumChunk, n - begin);
-    at::Tensor chunk = bits.narrow(0, begin, len);
-    at::Tensor part = at::mul(chunk, checksumWeights(flat.device(), len)).sum();
-    if (begin > 0) part = part.add(chunk.sum(at::kLong).mul(2 * begin));
+    at::Tensor weights = checksumWeights(flat.device(), len);
+    // Widened into a copy of its own (for 8-byte dtypes the integer view
+    // shares the caller's memory), then weighed in place: one int64
+    // temporary. Wrapping int64 arithmetic is the checksum's mod 2^64.
+    at::Tensor chunk = bits.narrow(0, begin, len).to(at::kLong, /*non_blocking=*/false, /*copy=*/true);
+    at::Tensor plain_sum = begin > 0 ? chunk.sum() : at::Tensor();
+    at::Tensor part = chunk.mul_(weights).sum();
+    if (begin > 0) part = part.add(plain_sum.mul(2 * begin));
     sum = plus(sum, part);
   }
-  slot.copy_(sum);
+  return sum;
 }
 
 }  // namespace
@@ -363,61 +334,52 @@ at::Tensor deviceStats(const at::Tensor& tensor) {
   at::Tensor t = tensor.is_complex() ? at::view_as_real(tensor) : tensor;
   at::Tensor flat = t.reshape({-1});
   const int64_t n = flat.numel();
-  at::Tensor buffer = at::empty({kDeviceStatsSize}, flat.options().dtype(at::kLong));
-  if (n == 0) return buffer.zero_();
-  // Out= kernels write each statistic into its slot: no kernel gathers
-  // the results, and one copy brings the buffer back.
-  at::Tensor reals = buffer.view(at::kDouble);
-  at::Tensor min = reals[kMinSlot], max = reals[kMaxSlot], sum = reals[kSumSlot], norm = reals[kNormSlot];
-  at::Tensor nans = buffer[kNanSlot], infs = buffer[kInfSlot], checksum = buffer[kChecksumSlot];
-  const bool floating = flat.is_floating_point();
-  if (!floating || n <= kWidenLimit) {
-    // Integer and bool tensors (indices, masks, labels) are taken exactly
-    // in float64 whatever their size; a float64 tensor is read as it is.
-    at::Tensor values = flat.to(at::kDouble);
-    at::aminmax_out(min, max, values);
-    sumInto(sum, values);
-    at::linalg_vector_norm_out(norm, values, 2);
-  } else {
-    const bool low = flat.scalar_type() == at::kHalf || flat.scalar_type() == at::kBFloat16;
-    const at::ScalarType accumulate = low ? at::kFloat : flat.scalar_type();
-    // min() and max(), not aminmax(): torch 1.13 has no CPU aminmax for half.
-    reals.narrow(0, kMinSlot, 4)
-        .copy_(at::stack({flat.min().to(at::kDouble), flat.max().to(at::kDouble), blockSum(flat, accumulate),
-                          blockNorm(flat, accumulate).to(at::kDouble)}));
+  const auto options = flat.options().dtype(at::kDouble);
+  if (n == 0) return at::zeros({kDeviceStatsSize}, options);
+  at::Tensor values = flat;
+  if (!flat.is_floating_point()) {
+    // Integer and bool tensors (indices, masks, labels) are small: their
+    // values are taken exactly in float64.
+    values = flat.to(at::kDouble);
   }
-  if (floating) {
-    sumInto(nans, at::isnan(flat), at::kLong);
-    sumInto(infs, at::isinf(flat), at::kLong);
+  const bool low = values.scalar_type() == at::kHalf || values.scalar_type() == at::kBFloat16;
+  const at::ScalarType accumulate = low ? at::kFloat : values.scalar_type();
+  at::Tensor mean = blockSum(values, accumulate).div(static_cast<double>(n));
+  at::Tensor norm = blockNorm(values, accumulate);
+  // min() and max(), not aminmax(): torch 1.13 has no CPU aminmax for half.
+  at::Tensor reals = at::stack({values.min().to(at::kDouble), values.max().to(at::kDouble),
+                                mean, norm.to(at::kDouble)});
+  at::Tensor counts;
+  if (flat.is_floating_point()) {
+    counts = at::stack({at::isnan(flat).sum(), at::isinf(flat).sum(), checksumOf(flat)});
   } else {
-    buffer.narrow(0, kNanSlot, 2).zero_();
+    at::Tensor zero = at::zeros({}, flat.options().dtype(at::kLong));
+    counts = at::stack({zero, zero, checksumOf(flat)});
   }
-  checksumInto(flat, checksum);
-  return buffer;
+  // One buffer, so one copy brings everything back: the counts travel as
+  // the bits of float64 values.
+  return at::cat({reals, counts.view(at::kDouble)});
 }
 
-int64_t statsElements(const at::Tensor& t) { return t.numel() * (t.is_complex() ? 2 : 1); }
-
-format::Stats statsFromBuffer(const at::Tensor& host, int64_t elements) {
-  int64_t slots[kDeviceStatsSize];
-  std::memcpy(slots, host.data_ptr(), sizeof slots);
-  double r[4];
-  std::memcpy(r, slots, sizeof r);
+format::Stats statsFromBuffer(const at::Tensor& host) {
+  const double* r = host.data_ptr<double>();
   format::Stats s;
-  s.nan_count = static_cast<uint64_t>(slots[kNanSlot]);
-  s.inf_count = static_cast<uint64_t>(slots[kInfSlot]);
-  s.checksum = static_cast<uint64_t>(slots[kChecksumSlot]);
+  uint64_t counts[3];
+  std::memcpy(counts, r + 4, sizeof counts);
+  s.nan_count = counts[0];
+  s.inf_count = counts[1];
+  s.checksum = counts[2];
   const double q = std::numeric_limits<double>::quiet_NaN();
   const bool nan = s.nan_count != 0;
   s.min = nan ? q : r[0];
   s.max = nan ? q : r[1];
-  s.mean = nan ? q : elements > 0 ? r[kSumSlot] / static_cast<double>(elements) : 0.0;
+  s.mean = nan ? q : r[2];
   s.norm = nan ? q : r[3];
   return s;
 }
 
 format::Stats tensorStatsAten(const at::Tensor& tensor) {
-  return statsFromBuffer(deviceStats(tensor).cpu(), statsElements(tensor));
+  return statsFromBuffer(deviceStats(tensor).cpu());
 }
 
 format::Stats tensorStats(const at::Tensor& t) {

@@ -22,16 +22,13 @@ format::Stats tensorStatsAten(const at::Tensor& t);  // blocking: deviceStats, t
 // copies of views and ATen's path call ops.)
 bool statsReadInPlace(const at::Tensor& t);
 
-// The statistics of `t` as kDeviceStatsSize int64 values on t's device: the
-// bits of float64 min, max, sum and norm, then the nan count, inf count and
-// checksum. Computed by ATen kernels on that device without waiting for it:
-// for a contiguous float32 tensor of up to 2^20 elements, a float64 copy
-// and nine kernels that each write their slot. statsFromBuffer reads the
-// buffer once it is on the host, with the number of elements summed
-// (statsElements: complex tensors count as their real and imaginary parts).
+// The statistics of `t` as kDeviceStatsSize float64 values on t's device
+// (min, max, mean, norm, then nan count, inf count and checksum as the bits
+// of int64 values), computed by ATen kernels on that device without copying
+// a floating tensor to float64 and without waiting for the device.
 constexpr int64_t kDeviceStatsSize = 7;
 at::Tensor deviceStats(const at::Tensor& t);
-int64_t statsElements(const at::Tensor& t);
-format::Stats statsFromBuffer(const at::Tensor& host, int64_t elements);
+// Reads such a buffer once it is on the host.
+format::Stats statsFromBuffer(const at::Tensor& host);
 
 }  // namespace acc::recorder

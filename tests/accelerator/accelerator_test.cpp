@@ -237,13 +237,12 @@ TEST(Accelerator, RecordingAddsNoHostSynchronisation) {
 
 // What statistics cost the device: kernels, each a launch on a real one,
 // where a small tensor's statistics cost what their launches cost (a real
-// GPU ran level 1 of this model 16 times slower than unrecorded when each
-// tensor took about 24). Level 0 launches none; level 1 twelve per
-// contiguous float32 tensor it summarises (its float64 copy, nine
-// reductions and element-wise kernels, the copy to the host) and one more
-// for a view that must be made contiguous first; level 2 one more for its
-// staging copy.
-TEST(Accelerator, StatisticsCostFewKernelsPerTensor) {
+// GPU ran level 1 of a small MLP 16 times slower than unrecorded). Level 0
+// launches none; level 1 about 23 per tensor it summarises (the reductions
+// of recorder::deviceStats and the copy to the host), level 2 one more for
+// its staging copy. The bounds catch a change that adds launches; a cut
+// from 23 to 13 was tried and reverted (issue 9's note says why).
+TEST(Accelerator, StatisticsKernelsPerTensorAreCounted) {
   Env env = onDevice({{"LAYERS", "2"}, {"ACC_DEDUP", "0"}});
   RunResult plain = runPythonPlain(script(), env);
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
@@ -270,7 +269,7 @@ TEST(Accelerator, StatisticsCostFewKernelsPerTensor) {
     const double per_tensor = static_cast<double>(added) / static_cast<double>(summarised);
     std::cerr << "level " << level << ": " << added << " kernels for " << summarised << " tensors, "
               << per_tensor << " per tensor\n";
-    EXPECT_LE(per_tensor, std::string(level) == "1" ? 12.5 : 13.5);
+    EXPECT_LE(per_tensor, std::string(level) == "1" ? 23.5 : 24.5);
   }
 }
 

@@ -284,6 +284,17 @@ TEST_F(TensorStatsTest, HandComputedTinyTensors) {
   EXPECT_EQ(s.inf_count, 0u);
 }
 
+// Complex tensors are summarised as their real and imaginary parts: the
+// device path's mean divides its sum by twice the element count.
+TEST_F(TensorStatsTest, ComplexTensorsCountBothParts) {
+  at::Tensor t = at::complex(at::tensor(std::vector<float>{1, 2, 3}), at::tensor(std::vector<float>{-1, 5, 0}));
+  Stats fused = tensorStatsFused(t);
+  expectAgree(fused, tensorStatsAten(t));
+  EXPECT_DOUBLE_EQ(fused.mean, 10.0 / 6.0);
+  EXPECT_DOUBLE_EQ(fused.min, -1.0);
+  EXPECT_DOUBLE_EQ(fused.max, 5.0);
+}
+
 TEST_F(TensorStatsTest, NaNPropagatesAndIsCounted) {
   for (at::ScalarType type : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16}) {
     SCOPED_TRACE(c10::toString(type));
