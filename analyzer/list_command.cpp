@@ -16,7 +16,8 @@ constexpr const char* kUsage =
     "usage: acc-analyzer list DIR [--json] [--stacks]\n"
     "\n"
     "Prints the records of the recording in DIR (a directory of rank*/ folders,\n"
-    "or one rank folder) in execution order, rank by rank.\n"
+    "or one rank folder) in execution order, rank by rank, with the nn.Module\n"
+    "each op ran in (\"in enc.layers.0.norm1\"; Python programs only).\n"
     "\n"
     "  --json     one JSON object per record and line (see docs/FORMAT.md)\n"
     "  --stacks   include each record's call stack\n"
@@ -31,6 +32,7 @@ void printHuman(const format::OpRecord& r, const std::map<uint64_t, format::Stac
   std::printf("%6llu  step %-3lld %s", static_cast<unsigned long long>(r.index),
               static_cast<long long>(r.step), r.name.c_str());
   if (r.pass == format::Pass::Backward) std::printf("  (%s)", r.grad_fn.c_str());
+  if (!r.module.empty()) std::printf("  in %s", r.module.c_str());
   std::printf("\n");
   for (const format::Scalar& s : r.scalars) {
     std::printf("          arg[%u] = %s\n", s.position, s.value.c_str());

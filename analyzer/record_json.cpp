@@ -49,6 +49,9 @@ nlohmann::json recordJson(const format::OpRecord& r, int64_t rank) {
                       {"depth", r.depth},
                       {"stack_id", r.stack_id},
                       {"sequence_nr", r.sequence_nr},
+                      // The module path; null where none is known (C++
+                      // programs, recordings before format 5).
+                      {"module", r.has_module ? nlohmann::json(r.module) : nlohmann::json()},
                       {"start_ns", r.start_ns},
                       {"end_ns", r.end_ns},
                       {"scalars", scalars},

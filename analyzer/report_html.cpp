@@ -104,6 +104,10 @@ std::string verdictSection(const CompareResult& result, const Counts& c) {
          "<span class=\"headline-name\">" + esc(focus->name) + "</span></h2><table class=\"kv\">";
     s += "<tr><th>op</th><td><code>" + esc(focus->op) + "</code>" +
          (focus->grad_fn.empty() ? "" : " (" + esc(focus->grad_fn) + ")") + "</td></tr>";
+    if (focus->has_module) {
+      s += "<tr><th>module</th><td><code>" + esc(focus->module.empty() ? "(outermost)" : focus->module) +
+           "</code></td></tr>";
+    }
     s += "<tr><th>where</th><td>" + std::string(format::passName(focus->pass)) + " pass, step " +
          std::to_string(focus->step) + ", rank " + std::to_string(focus->rank) + ", record " +
          std::to_string(focus->index0) + " in DIR0, " + std::to_string(focus->index1) + " in DIR1</td></tr>";
@@ -266,6 +270,31 @@ void writeTableSection(const CompareResult& result, std::ostream& out) {
   out << "]}</script></section>";
 }
 
+// Per module, failing modules first in the order their first failure ran:
+// which block of the model drifts first.
+std::string modulesSection(const CompareResult& result) {
+  if (result.modules.empty()) return "";
+  std::string s = "<section id=\"modules\"><h2>Modules (" + std::to_string(result.modules.size()) +
+                  ")</h2><div class=\"note\">Failing modules first, in the order their first failure ran; worst "
+                  "error: the largest output error (rel_l2) of the module's records.</div><table class=\"data\">"
+                  "<thead><tr><th>module</th><th>records</th><th>fail</th><th>warn</th><th>origins</th><th>worst "
+                  "error</th><th>worst record</th><th>first failing record</th></tr></thead><tbody>";
+  for (size_t i = 0; i < result.modules.size() && i < kMaxListed; ++i) {
+    const ModuleSummary& m = result.modules[i];
+    const char* cls = m.fail ? "fail" : m.warn ? "warn" : "pass";
+    s += std::string("<tr class=\"") + cls + "\"><td><code>" + esc(m.module.empty() ? "(outermost)" : m.module) +
+         "</code></td><td class=\"num\">" + std::to_string(m.records) + "</td><td class=\"num\">" +
+         std::to_string(m.fail) + "</td><td class=\"num\">" + std::to_string(m.warn) + "</td><td class=\"num\">" +
+         std::to_string(m.origins) + "</td><td class=\"num\">" + numberText(m.worst_error) + "</td><td>" +
+         esc(m.worst_record) + "</td><td>" +
+         (m.first_failing.empty() ? "" : esc(m.first_failing) + " (step " + std::to_string(m.first_failing_step) + ")") +
+         "</td></tr>";
+  }
+  s += "</tbody></table>";
+  if (result.modules.size() > kMaxListed) s += "<div class=\"note\">first " + std::to_string(kMaxListed) + " shown; all are in report.xlsx and summary.json</div>";
+  return s + "</section>";
+}
+
 std::string unmatchedSection(const CompareResult& result) {
   if (result.unmatched.empty()) return "";
   std::string s = "<section id=\"unmatched\"><h2>Unmatched records (" + std::to_string(result.unmatched.size()) +
@@ -302,7 +331,8 @@ void writeHtmlReport(const CompareResult& result, const std::string& path) {
       << esc(title) << "</title><style>" << kReportCss << "</style></head><body><main><header><h1>acc compare</h1>"
       << "<div class=\"dirs\">DIR0 (reference): <code>" << esc(result.dir0) << "</code> &middot; DIR1 (tested): <code>"
       << esc(result.dir1) << "</code></div></header>"
-      << settingsSection(result) << verdictSection(result, c) << plotSection(result) << focusSection(result);
+      << settingsSection(result) << verdictSection(result, c) << plotSection(result) << focusSection(result)
+      << modulesSection(result);
   writeTableSection(result, out);
   out << unmatchedSection(result) << problemsSection(result) << "<script>" << kReportJs
       << "</script></main></body></html>\n";

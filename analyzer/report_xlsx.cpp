@@ -7,6 +7,7 @@
 
 #include "analyzer/compare/columns.h"
 #include "analyzer/record_error.h"
+#include "analyzer/text.h"
 #include "analyzer/xlsx_workbook.h"
 
 namespace acc::analyzer {
@@ -35,6 +36,7 @@ XlsxCell cell(const std::string& text, ColumnType type) {
 double columnWidth(const std::string& name, ColumnType type) {
   if (name == "name") return 34;
   if (name == "op") return 24;
+  if (name == "module") return 24;
   if (name == "mismatch") return 30;
   if (name.rfind("shape", 0) == 0) return 14;
   if (name == "dtype0" || name == "dtype1") return 10;
@@ -116,12 +118,37 @@ XlsxSheet unmatchedSheet(const CompareResult& result) {
   return sheet;
 }
 
+XlsxSheet moduleSheet(const CompareResult& result) {
+  XlsxSheet sheet("modules");
+  sheet.setColumnWidths({34, 8, 6, 6, 8, 12, 34, 34, 6});
+  sheet.freeze(1, 1);
+  sheet.autoFilter();
+  std::vector<XlsxCell> header;
+  for (const char* name : {"module", "records", "fail", "warn", "origins", "worst error", "worst record",
+                           "first failing record", "its step"}) {
+    header.push_back(XlsxCell::str(name));
+  }
+  sheet.addRow(header, XlsxStyle::Header);
+  for (const ModuleSummary& m : result.modules) {
+    const bool failing = !m.first_failing.empty();
+    sheet.addRow({XlsxCell::str(m.module.empty() ? "(outermost)" : m.module), XlsxCell::num(static_cast<double>(m.records)),
+                  XlsxCell::num(static_cast<double>(m.fail)), XlsxCell::num(static_cast<double>(m.warn)),
+                  XlsxCell::num(static_cast<double>(m.origins)),
+                  std::isfinite(m.worst_error) ? XlsxCell::num(m.worst_error) : XlsxCell::str(numberText(m.worst_error)),
+                  XlsxCell::str(m.worst_record), XlsxCell::str(m.first_failing),
+                  failing ? XlsxCell::num(static_cast<double>(m.first_failing_step)) : XlsxCell()},
+                 rowStyle(m.fail ? Verdict::Fail : m.warn ? Verdict::Warn : Verdict::Pass, false));
+  }
+  return sheet;
+}
+
 }  // namespace
 
 void writeXlsxReport(const CompareResult& result, const std::string& path) {
   std::vector<XlsxSheet> sheets;
   sheets.push_back(tensorSheet(result));
   sheets.push_back(originSheet(result));
+  if (!result.modules.empty()) sheets.push_back(moduleSheet(result));
   if (!result.unmatched.empty()) sheets.push_back(unmatchedSheet(result));
   writeXlsx(sheets, path);
 }

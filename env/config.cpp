@@ -135,6 +135,7 @@ const std::vector<Variable>& variables() {
       {"ACC_PASSES", "fwd,bwd", "fwd, bwd or fwd,bwd"},
       {"ACC_OP_RANGE", "(all)", "START,END record names like aten::conv2d.6.fwd; either may be empty"},
       {"ACC_OP_LIST", "(all)", "comma-separated op name substrings, case-insensitive, e.g. relu,conv"},
+      {"ACC_MODULES", "(all)", "comma-separated module paths, e.g. enc.layers.0,head: only ops inside them (and their submodules)"},
       {"ACC_SKIP", "0", "an integer N >= 0: record one op, then skip N"},
       {"ACC_STEPS", "(all)", "comma-separated steps or inclusive ranges, e.g. 0,3-5"},
       {"ACC_RANKS", "(all)", "comma-separated ranks, e.g. 0,2"},
@@ -206,6 +207,18 @@ ParseResult parse(const Lookup& lookup, char** environment) {
     for (const std::string& part : split(lower(v), ',')) {
       if (part.empty()) return false;
       c.op_list.push_back(part);
+    }
+    return true;
+  });
+  p.field("ACC_MODULES", [&](const std::string& v) {
+    c.modules.clear();
+    for (const std::string& part : split(v, ',')) {
+      // Attribute paths: dot-separated names, no empty component.
+      if (part.empty() || part.front() == '.' || part.back() == '.' || part.find("..") != std::string::npos ||
+          part.find_first_of(" \t") != std::string::npos) {
+        return false;
+      }
+      c.modules.push_back(part);
     }
     return true;
   });

@@ -32,6 +32,7 @@ struct Config {
   std::string range_start;  // record name; empty: from the start of each step
   std::string range_end;    // record name, excluded; empty: to the end
   std::vector<std::string> op_list;  // lower-case substrings; empty: every op
+  std::vector<std::string> modules;  // module path prefixes (whole components); empty: every op
   uint64_t skip = 0;
   StepSet steps;
   std::vector<int64_t> ranks;  // empty: every rank

@@ -56,6 +56,8 @@ constexpr uint8_t kKnownFlags = kHasStats | kHasData | kDataInStream | kUninitia
 
 // v3: an op record may end with a tail: flags saying which fields follow.
 constexpr uint64_t kTailOverload = 1;
+constexpr uint64_t kTailModule = 2;  // v5
+constexpr uint64_t kKnownTail = kTailOverload | kTailModule;
 
 void encodeTensor(const Tensor& t, ByteWriter& w) {
   w.u8(static_cast<uint8_t>(t.role));
@@ -193,9 +195,11 @@ void encode(const OpRecord& r, std::string& out) {
   w.varint(r.tensors.size());
   for (const Tensor& t : r.tensors) encodeTensor(t, w);
   // v3 tail: what older records lack (they end after their tensors).
-  if (r.has_overload) {
-    w.varint(kTailOverload);
-    w.str(r.overload);
+  const uint64_t tail = (r.has_overload ? kTailOverload : 0) | (r.has_module ? kTailModule : 0);
+  if (tail != 0) {
+    w.varint(tail);
+    if (r.has_overload) w.str(r.overload);
+    if (r.has_module) w.str(r.module);
   }
   frameRecord(RecordKind::Op, w.view(), out);
 }
@@ -295,9 +299,11 @@ OpRecord decodeOp(std::string_view body, bool with_data, uint64_t data_offset) {
   for (uint64_t i = 0; i < ntensors; ++i) o.tensors.push_back(decodeTensor(r, with_data, data_offset));
   if (!r.done()) {
     uint64_t tail = r.varint();
-    if (tail == 0 || (tail & ~kTailOverload)) throw FormatError("unknown op record tail flags");
+    if (tail == 0 || (tail & ~kKnownTail)) throw FormatError("unknown op record tail flags");
     o.has_overload = (tail & kTailOverload) != 0;
     if (o.has_overload) o.overload = r.str();
+    o.has_module = (tail & kTailModule) != 0;
+    if (o.has_module) o.module = r.str();
   }
   if (!r.done()) throw FormatError("op record has trailing bytes");
   return o;

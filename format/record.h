@@ -10,7 +10,7 @@ namespace acc::format {
 
 // Bumped whenever the encoding of a record changes; readers refuse newer ones
 // and still read every older one (docs/FORMAT.md, "Version history").
-constexpr uint16_t kFormatVersion = 4;
+constexpr uint16_t kFormatVersion = 5;
 
 enum class Dtype : uint8_t {
   Unknown = 0, Bool, UInt8, Int8, Int16, Int32, Int64,
@@ -87,6 +87,11 @@ struct OpRecord {
   // default overload), what replay needs to find the exact kernel again.
   bool has_overload = false;
   std::string overload;
+  // v5: the attribute path of the innermost nn.Module running the op (for
+  // backward: its forward op's); "" outside every module. has_module is
+  // false where no path is known (C++ programs, older recordings).
+  bool has_module = false;
+  std::string module;
 
   uint64_t dataSize() const;  // bytes of all tensors' recorded data
 };

@@ -16,11 +16,12 @@
 namespace acc::recorder {
 
 struct ForwardOp {
-  ForwardOp(std::string op_name, uint64_t n, int64_t at_step)
-      : op(std::move(op_name)), number(n), step(at_step) {}
+  ForwardOp(std::string op_name, uint64_t n, int64_t at_step, const std::string& in_module)
+      : op(std::move(op_name)), number(n), step(at_step), module(in_module) {}
   const std::string op;  // aten::linear
   const uint64_t number;  // n of aten::linear.n.fwd
   const int64_t step;
+  const std::string& module;  // its module path (recorder/module_paths.h: lives as long as the process)
   std::atomic<uint32_t> backward_nodes{0};  // nodes of this op seen in backward so far
 };
 

@@ -20,6 +20,7 @@ nlohmann::json configToJson(const env::Config& c) {
       {"passes", env::passesName(c.passes)},
       {"op_range", {c.range_start, c.range_end}},
       {"op_list", c.op_list},
+      {"modules", c.modules},
       {"skip", c.skip},
       {"steps", steps},
       {"ranks", c.ranks},

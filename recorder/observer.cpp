@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "recorder/device_capture.h"
+#include "recorder/module_paths.h"
 #include "recorder/session.h"
 #include "recorder/tensor_capture.h"
 #include "recorder/torch_compat.h"
@@ -269,7 +270,8 @@ void startForward(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
   // The name is built before the selector only for ACC_OP_RANGE, which
   // matches it; otherwise only for the ops that are recorded.
   std::string name = s.selector().matchesNames() ? forwardName(op, ctx.number) : std::string();
-  if (!s.selector().select(name, op, "", false, ctx.step)) {
+  const std::string& module = ModulePaths::current();
+  if (!s.selector().select(name, op, "", false, ctx.step, module)) {
     s.counts().skipped.fetch_add(1, std::memory_order_relaxed);
     return;
   }
@@ -277,6 +279,10 @@ void startForward(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
   s.numerics().onRecordedOp();
   ctx.record = newRecord(s, std::move(name), std::string(op), Pass::Forward, ctx.number, ctx.step);
   ctx.record->sequence_nr = fn.seqNr();
+  if (ModulePaths::instance().installed()) {
+    ctx.record->has_module = true;
+    ctx.record->module = module;
+  }
   if (s.config().level >= 2) {
     // Replay (replay/) needs the exact overload; its lookup copies two
     // strings, so only level 2, which records the data replay needs too.
@@ -293,7 +299,7 @@ void endForward(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
   const uint64_t seq_end = compat::peekSequenceNr();
   if (seq_end > ctx.seq_begin) {
     // Only ops that made autograd nodes need a link for their backward.
-    auto op = std::make_shared<ForwardOp>(fn.name(), ctx.number, ctx.step);
+    auto op = std::make_shared<ForwardOp>(fn.name(), ctx.number, ctx.step, ModulePaths::current());
     auto claimed = s.links().claim(ctx.thread, ctx.seq_begin, seq_end, op);
     if (!claimed.empty() && s.config().records(env::Passes::Backward) &&
         s.selector().stepSelected(ctx.step)) {
@@ -316,7 +322,9 @@ void startBackward(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
   auto link = s.links().take(fn.forwardThreadId(), seq);
   std::string op, name, forward_name;
   uint64_t n;
+  const std::string* module = nullptr;
   if (link.op) {
+    module = &link.op->module;
     op = link.op->op;
     n = link.op->number;
     uint32_t k = ++link.op->backward_nodes;
@@ -329,7 +337,7 @@ void startBackward(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
   }
   const int64_t step = s.step();
   s.counts().ops_seen.fetch_add(1, std::memory_order_relaxed);
-  if (!s.selector().select(name, op, node, true, step)) {
+  if (!s.selector().select(name, op, node, true, step, module != nullptr ? *module : std::string_view())) {
     s.counts().skipped.fetch_add(1, std::memory_order_relaxed);
     return;
   }
@@ -337,6 +345,10 @@ void startBackward(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
   ctx.record->grad_fn = node;
   ctx.record->forward_name = std::move(forward_name);
   ctx.record->sequence_nr = fn.seqNr();
+  if (ModulePaths::instance().installed()) {
+    ctx.record->has_module = true;
+    if (module != nullptr) ctx.record->module = *module;
+  }
   ctx.hooked = link.hooked;
   ctx.backward_seq = seq;
   // Gradients flowing in are those of the forward op's outputs.
@@ -359,6 +371,7 @@ void endBackward(Session& s, OpContext& ctx) {
 std::unique_ptr<at::ObserverContext> onStart(const at::RecordFunction& fn) {
   Session* s = Session::active();
   if (s == nullptr) return nullptr;
+  ModulePaths::instance().tryInstall(s->config().quiet);
   const at::RecordScope scope = fn.scope();
   if (scope == at::RecordScope::USER_SCOPE) {
     if (std::strncmp(fn.name(), "Optimizer.step#", 15) != 0) return nullptr;

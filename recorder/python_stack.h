@@ -1,11 +1,13 @@
-// Reads the calling thread's Python stack without linking libpython: the C
-// API is looked up at run time, so C++ programs without Python work too.
+// Reads the calling thread's Python stack through the C API looked up at
+// run time (recorder/python_api.h).
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
+
+#include "recorder/python_api.h"
 
 namespace acc::recorder {
 
@@ -19,7 +21,7 @@ class PythonStack {
  public:
   // Resolves the C API; available() is false without an interpreter.
   PythonStack();
-  bool available() const { return ensure_ != nullptr; }
+  bool available() const { return api_.available(); }
 
   // Calls `visit` with the GIL held and the frames innermost first; `visit`
   // returns true to keep the references to the frames' code objects (so
@@ -31,20 +33,7 @@ class PythonStack {
   std::string describe(const PythonFrameKey& frame) const;
 
  private:
-  using Ptr = void*;
-  int (*is_initialized_)() = nullptr;
-  int (*is_finalizing_)() = nullptr;  // Py_IsFinalizing (3.13) or _Py_IsFinalizing
-  Ptr (*this_thread_state_)() = nullptr;
-  int (*ensure_)() = nullptr;
-  void (*release_gil_)(int) = nullptr;
-  Ptr (*get_frame_)() = nullptr;
-  Ptr (*frame_code_)(Ptr) = nullptr;
-  Ptr (*frame_back_)(Ptr) = nullptr;
-  int (*frame_line_)(Ptr) = nullptr;
-  Ptr (*get_attr_)(Ptr, const char*) = nullptr;
-  const char* (*as_utf8_)(Ptr) = nullptr;
-  void (*decref_)(Ptr) = nullptr;
-  void (*err_clear_)() = nullptr;
+  const PythonApi& api_;
 };
 
 }  // namespace acc::recorder

@@ -24,13 +24,24 @@ bool Selector::matchesList(std::string_view op, std::string_view alias) const {
   });
 }
 
+// A prefix of whole components: enc.layers.0 holds enc.layers.0.norm1, not
+// enc.layers.01.
+bool Selector::matchesModules(std::string_view module) const {
+  if (config_.modules.empty()) return true;
+  return std::any_of(config_.modules.begin(), config_.modules.end(), [&](const std::string& prefix) {
+    return module.substr(0, prefix.size()) == prefix &&
+           (module.size() == prefix.size() || module[prefix.size()] == '.');
+  });
+}
+
 bool Selector::select(std::string_view name, std::string_view op, std::string_view alias, bool backward,
-                      int64_t step) {
+                      int64_t step, std::string_view module) {
   // A step that is not recorded needs no range bookkeeping: the range
   // starts afresh with every step.
   if (!config_.steps.contains(step)) return false;
   const bool candidate =
-      config_.records(backward ? env::Passes::Backward : env::Passes::Forward) && matchesList(op, alias);
+      config_.records(backward ? env::Passes::Backward : env::Passes::Forward) && matchesList(op, alias) &&
+      matchesModules(module);
   if (!stateful_) return candidate;
 
   std::lock_guard<std::mutex> lock(mutex_);

@@ -1,5 +1,5 @@
 // Decides which observed ops become records: steps, passes, ACC_OP_LIST,
-// ACC_OP_RANGE and ACC_SKIP, applied in that order. Pure logic, no torch.
+// ACC_MODULES, ACC_OP_RANGE and ACC_SKIP, applied in that order. Pure logic, no torch.
 #pragma once
 
 #include <cstdint>
@@ -22,10 +22,11 @@ class Selector {
 
   // Every named op must be offered in execution order, recorded or not, so
   // the range sees its boundaries. `op` and `alias` (the autograd node of a
-  // backward record) are both matched against ACC_OP_LIST. `name` is read
-  // only when matchesNames().
+  // backward record) are both matched against ACC_OP_LIST, `module` (the
+  // op's module path, its forward op's for backward) against ACC_MODULES.
+  // `name` is read only when matchesNames().
   bool select(std::string_view name, std::string_view op, std::string_view alias, bool backward,
-              int64_t step);
+              int64_t step, std::string_view module = {});
 
   // Whether select() reads op names (ACC_OP_RANGE): callers may pass an
   // empty name otherwise, and build it only for the ops that are recorded.
@@ -36,6 +37,7 @@ class Selector {
  private:
   void resetRange() { in_range_ = config_.range_start.empty(); }
   bool matchesList(std::string_view op, std::string_view alias) const;
+  bool matchesModules(std::string_view module) const;
 
   const env::Config config_;
   // ACC_OP_RANGE and ACC_SKIP keep state across ops (under mutex_); without

@@ -92,6 +92,8 @@ RecordMeta recordMeta(const format::OpRecord& r) {
   m.op = r.op;
   m.grad_fn = r.grad_fn;
   m.forward_name = r.forward_name;
+  m.has_module = r.has_module;
+  m.module = r.module;
   m.pass = r.pass;
   m.step = r.step;
   m.stack_id = r.stack_id;

@@ -17,6 +17,8 @@ namespace acc::analyzer {
 struct RecordMeta {
   uint64_t index = 0;
   std::string name, op, grad_fn, forward_name;
+  bool has_module = false;
+  std::string module;  // format 5: the nn.Module path
   format::Pass pass = format::Pass::Forward;
   int64_t step = 0;
   uint64_t stack_id = 0;

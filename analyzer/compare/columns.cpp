@@ -27,7 +27,8 @@ std::string replayText(const ReplayCheck& c) {
 const std::vector<Column>& reportColumns() {
   static const std::vector<Column> columns = {
       {"index", ColumnType::Integer},      {"name", ColumnType::Text},
-      {"op", ColumnType::Text},            {"pass", ColumnType::Text},
+      {"op", ColumnType::Text},            {"module", ColumnType::Text},
+      {"pass", ColumnType::Text},
       {"step", ColumnType::Integer},       {"rank", ColumnType::Integer},
       {"role", ColumnType::Text},          {"position", ColumnType::Integer},
       {"item", ColumnType::Integer},       {"dtype0", ColumnType::Text},
@@ -50,6 +51,7 @@ std::vector<std::string> reportRow(const RecordComparison& r, const TensorPair& 
       std::to_string(r.index0),
       r.name,
       r.op,
+      r.module,
       format::passName(r.pass),
       std::to_string(r.step),
       std::to_string(r.rank),

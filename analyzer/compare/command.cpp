@@ -104,7 +104,25 @@ std::string recordTitle(const RecordComparison& r) {
   if (!r.name1.empty()) s += " (DIR1: " + r.name1 + ")";
   s += "  step " + std::to_string(r.step) + ", rank " + std::to_string(r.rank);
   if (r.pass == format::Pass::Backward && !r.grad_fn.empty()) s += ", " + r.grad_fn;
+  if (!r.module.empty()) s += ", in " + r.module;
   return s;
+}
+
+// The modules whose records fail, in the order their first failure ran
+// (at most five): where a user looks first in a model.
+std::string failingModulesLine(const CompareResult& r) {
+  std::string s;
+  size_t shown = 0, failing = 0;
+  for (const ModuleSummary& m : r.modules) {
+    if (m.fail == 0) break;  // failing modules come first
+    ++failing;
+    if (shown == 5) continue;
+    s += (shown++ ? ", " : " ") + (m.module.empty() ? std::string("(outermost)") : m.module) + " (" +
+         std::to_string(m.fail) + " failing, first " + m.first_failing + ")";
+  }
+  if (failing == 0) return "";
+  if (failing > shown) s += " and " + std::to_string(failing - shown) + " more";
+  return "  modules with failing records, first failure first:" + s + " (summary.json: modules)\n";
 }
 
 std::string pairLine(const TensorPair& p) {
@@ -223,6 +241,7 @@ void printVerdict(const CompareResult& r, const CompareCounts& c, const std::vec
     amplifiers += rc.replay.state == ReplayState::Amplifies || rc.replay.state == ReplayState::MayAmplify;
   }
   if (amplifiers) o << "  " << amplifiers << " candidate(s) amplify their inputs' error, not origins (summary.json: amplifiers)\n";
+  o << failingModulesLine(r);
   o << "  " << c.matched << " records compared: " << c.records_pass << " pass, " << c.records_warn << " warn, "
     << c.records_fail << " fail; unmatched: " << c.unmatched0 << " only in DIR0, " << c.unmatched1
     << " only in DIR1\n";

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "analyzer/compare/align.h"
+#include "analyzer/compare/modules.h"
 #include "analyzer/compare/allowed_precision.h"
 #include "analyzer/compare/confirm.h"
 #include "analyzer/compare/origins.h"
@@ -100,6 +101,9 @@ RecordComparison describePair(const RecordMeta& a, const RecordMeta& b, int64_t 
   }
   rc.op = a.op;
   rc.grad_fn = a.grad_fn;
+  const RecordMeta& with_module = a.has_module || !b.has_module ? a : b;
+  rc.has_module = with_module.has_module;
+  rc.module = with_module.module;
   rc.pass = a.pass;
   rc.step = a.step;
   rc.rank = rank;
@@ -253,6 +257,7 @@ CompareResult compareRecordings(const CompareOptions& options) {
     if (result.records[i].origin) result.origins.push_back(i);
   }
   sortOrigins(result);  // execution order across ranks
+  result.modules = summarizeModules(result.records);  // before report filters drop rows
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }

@@ -92,6 +92,8 @@ struct RecordComparison {
   std::string name1;
   std::string op;
   std::string grad_fn;
+  bool has_module = false;  // format 5, Python programs: DIR0's module path (DIR1's when DIR0 has none)
+  std::string module;
   format::Pass pass = format::Pass::Forward;
   int64_t step = 0;
   int64_t rank = 0;
@@ -126,6 +128,19 @@ struct UnmatchedRecord {
   uint64_t index = 0;
 };
 
+// The worst error each nn.Module's ops carry, so a user sees which block
+// drifts first (records of format 5 carry their module path).
+struct ModuleSummary {
+  std::string module;  // "": the outermost module's own ops, or ops outside every module
+  uint64_t records = 0, warn = 0, fail = 0, origins = 0;
+  double worst_error = 0;    // the largest output error (rel_l2) of its records
+  std::string worst_record;  // the record with it
+  // Its first failing record in execution order (step, then index): "" if none.
+  std::string first_failing;
+  int64_t first_failing_step = 0, first_failing_rank = 0;
+  uint64_t first_failing_index = 0;
+};
+
 struct CompareResult {
   std::string dir0, dir1;
   std::vector<RecordComparison> records;  // execution order (DIR0's)
@@ -145,6 +160,9 @@ struct CompareResult {
   // rank pair's) and where any rank pair's differ: the first thing to check.
   nlohmann::json numerics0 = nlohmann::json::object(), numerics1 = nlohmann::json::object();
   std::vector<SettingDifference> settings_differ;
+  // Per nn.Module path (analyzer/compare/modules.h), over every compared
+  // record whatever the report filters; empty without module paths.
+  std::vector<ModuleSummary> modules;
 
   const RecordComparison* firstOrigin() const {
     return origins.empty() ? nullptr : &records[origins.front()];

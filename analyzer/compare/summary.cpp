@@ -133,6 +133,7 @@ nlohmann::json recordSummaryJson(const RecordComparison& r, bool with_tensors) {
                       {"location", r.location}};
   if (!r.name1.empty()) j["name1"] = r.name1;
   if (!r.grad_fn.empty()) j["grad_fn"] = r.grad_fn;
+  if (r.has_module) j["module"] = r.module;
   if (r.aligned_by_sequence) j["aligned_by_sequence"] = true;
   if (r.replay.state != ReplayState::NotTried) j["replay"] = replayJson(r.replay);
   if (!r.rerecord.empty()) j["rerecord"] = r.rerecord;
@@ -157,6 +158,20 @@ nlohmann::json thresholdsJson(const Thresholds& t) {
         {"max_ulp_fail", jsonNumber(l.max_ulp_fail)}, {"small", jsonNumber(l.small)}};
   }
   j["origin_factor"] = jsonNumber(t.origin_factor);
+  return j;
+}
+
+nlohmann::json moduleSummaryJson(const ModuleSummary& m) {
+  nlohmann::json j = {{"module", m.module},   {"records", m.records},
+                      {"warn", m.warn},       {"fail", m.fail},
+                      {"origins", m.origins}, {"worst_error", jsonNumber(m.worst_error)},
+                      {"worst_record", m.worst_record}};
+  if (!m.first_failing.empty()) {
+    j["first_failing"] = {{"name", m.first_failing},
+                          {"step", m.first_failing_step},
+                          {"rank", m.first_failing_rank},
+                          {"index", m.first_failing_index}};
+  }
   return j;
 }
 
@@ -235,6 +250,9 @@ nlohmann::json summaryJson(const CompareResult& r, const Thresholds& t, const Su
     differ.push_back({{"setting", d.setting}, {"dir0", d.dir0}, {"dir1", d.dir1}});
   }
   j["settings"] = {{"differ", differ}, {"dir0", r.numerics0}, {"dir1", r.numerics1}};
+  nlohmann::json modules = nlohmann::json::array();
+  for (const ModuleSummary& m : r.modules) modules.push_back(moduleSummaryJson(m));
+  j["modules"] = modules;
   j["thresholds"] = thresholdsJson(t);
   j["op_list"] = context.op_list;
   j["filters"] = context.filters;

@@ -46,6 +46,7 @@ std::vector<const UnmatchedRecord*> unmatchedBefore(const CompareResult& result,
 
 nlohmann::json metricsJson(const TensorPair& p);
 nlohmann::json replayJson(const ReplayCheck& c);
+nlohmann::json moduleSummaryJson(const ModuleSummary& m);
 nlohmann::json recordSummaryJson(const RecordComparison& r, bool with_tensors);
 nlohmann::json thresholdsJson(const Thresholds& t);
 nlohmann::json summaryJson(const CompareResult& r, const Thresholds& t, const SummaryContext& context);

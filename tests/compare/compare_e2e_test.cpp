@@ -112,6 +112,15 @@ TEST(CompareE2E, WrongForwardKernelIsTheFirstOrigin) {
     EXPECT_EQ(origin["op"], "aten::gelu") << origin.dump();
     EXPECT_EQ(origin["pass"], "fwd") << origin.dump();
   }
+  // Its module (the Sequential's second child), and the per-module summary
+  // names that module as the first to fail.
+  EXPECT_EQ(first["module"], "1") << first.dump(2);
+  ASSERT_FALSE(o.summary["modules"].empty()) << o.summary.dump(2);
+  EXPECT_EQ(o.summary["modules"][0]["module"], "1") << o.summary["modules"].dump(2);
+  EXPECT_EQ(o.summary["modules"][0]["first_failing"]["name"], gelu) << o.summary["modules"].dump(2);
+  EXPECT_GT(o.summary["modules"][0]["worst_error"].get<double>(), 5e-4);
+  EXPECT_NE(o.run.out.find("modules with failing records, first failure first: 1 ("), std::string::npos) << o.run.out;
+  EXPECT_NE(readFile(out / "report.html").find("<section id=\"modules\">"), std::string::npos);
   // Where the user called it, from the reference's Python stack.
   EXPECT_NE(first["location"].get<std::string>().find("gelu_mlp.py:"), std::string::npos) << first.dump(2);
   EXPECT_FALSE(first["stack"].empty());
@@ -233,13 +242,20 @@ TEST(CompareE2E, ReportCsvHasTheSharedColumnsInExecutionOrder) {
   for (const auto& c : analyzer::reportColumns()) expected.push_back(c.name);
   EXPECT_EQ(o.header, expected);
   const std::vector<std::string> required = {
-      "index", "name", "op", "pass", "step", "rank", "role", "position", "item", "dtype0", "dtype1", "shape0",
+      "index", "name", "op", "module", "pass", "step", "rank", "role", "position", "item", "dtype0", "dtype1", "shape0",
       "shape1", "cosine", "max_abs", "max_rel", "mean_abs", "rmse", "rel_l2", "within_1e3", "within_5e3",
       "max_ulp", "nan_mismatch", "inf_mismatch", "verdict", "origin", "replay", "mismatch"};
   EXPECT_EQ(o.header, required);
   ASSERT_FALSE(o.rows.empty());
   uint64_t last = 0, pairs = 0;
   for (const Row& r : o.rows) {
+    // gelu_mlp.py's Sequential: its children are 0, 1 and 2; the loss and
+    // the optimizer run outside it.
+    EXPECT_TRUE(r.at("module").empty() || r.at("module") == "0" || r.at("module") == "1" || r.at("module") == "2")
+        << r.at("name") << " in " << r.at("module");
+    if (r.at("op") == "aten::gelu") {
+      EXPECT_EQ(r.at("module"), "1") << r.at("name");
+    }
     uint64_t index = std::stoull(r.at("index"));
     EXPECT_GE(index, last);
     last = index;

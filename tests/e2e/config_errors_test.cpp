@@ -20,6 +20,7 @@ const BadValue kBadValues[] = {
     {"ACC_LEVEL", "3"},             {"ACC_INPUTS", "2"},
     {"ACC_OUTPUTS", "yes please"},  {"ACC_PASSES", "forward"},
     {"ACC_OP_RANGE", "conv,relu"},  {"ACC_OP_LIST", "relu,,conv"},
+    {"ACC_MODULES", "enc..norm"},
     {"ACC_SKIP", "-1"},             {"ACC_STEPS", "5-3"},
     {"ACC_RANKS", "zero"},          {"ACC_STACK", "java"},
     {"ACC_NESTED", "deep"},         {"ACC_DEDUP", "sometimes"},     {"ACC_BUFFER_MB", "0"},

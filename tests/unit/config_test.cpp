@@ -157,6 +157,12 @@ TEST(ConfigTest, OpListIsLowerCasedAndSplit) {
   EXPECT_EQ(c.op_list, (std::vector<std::string>{"aten::mm"}));
 }
 
+TEST(ConfigTest, ModulesAreSplitAndKeptAsWritten) {
+  Config c = parseOk({{"ACC_MODULES", "enc.layers.0, head"}});
+  EXPECT_EQ(c.modules, (std::vector<std::string>{"enc.layers.0", "head"}));
+  EXPECT_TRUE(parseOk({}).modules.empty());
+}
+
 TEST(ConfigTest, SkipAcceptsNonNegativeIntegers) {
   EXPECT_EQ(parseOk({{"ACC_SKIP", "0"}}).skip, 0u);
   EXPECT_EQ(parseOk({{"ACC_SKIP", "7"}}).skip, 7u);
@@ -265,6 +271,9 @@ INSTANTIATE_TEST_SUITE_P(
                       InvalidCase{"ACC_OP_RANGE", ",aten::relu.3.bwdx"},
                       InvalidCase{"ACC_OP_RANGE", "a.1.fwd,b.2.fwd,c.3.fwd"},
                       InvalidCase{"ACC_OP_LIST", ""}, InvalidCase{"ACC_OP_LIST", "relu,,conv"},
+                      InvalidCase{"ACC_MODULES", ""}, InvalidCase{"ACC_MODULES", "enc..norm"},
+                      InvalidCase{"ACC_MODULES", ".head"}, InvalidCase{"ACC_MODULES", "enc.,head"},
+                      InvalidCase{"ACC_MODULES", "my block"},
                       InvalidCase{"ACC_SKIP", "-1"}, InvalidCase{"ACC_SKIP", "1.5"},
                       InvalidCase{"ACC_SKIP", "99999999999999999999"},
                       InvalidCase{"ACC_STEPS", "5-3"}, InvalidCase{"ACC_STEPS", "x"},
@@ -287,7 +296,7 @@ TEST(ConfigTest, EveryDocumentedVariableHasAnInvalidCase) {
   std::vector<std::string> covered;
   for (const char* n :
        {"ACC_ENABLE", "ACC_OUTPUT_DIR", "ACC_LEVEL", "ACC_INPUTS", "ACC_OUTPUTS", "ACC_PASSES",
-        "ACC_OP_RANGE", "ACC_OP_LIST", "ACC_SKIP", "ACC_STEPS", "ACC_RANKS", "ACC_STACK",
+        "ACC_OP_RANGE", "ACC_OP_LIST", "ACC_MODULES", "ACC_SKIP", "ACC_STEPS", "ACC_RANKS", "ACC_STACK",
         "ACC_NESTED", "ACC_DEDUP", "ACC_BUFFER_MB", "ACC_ZSTD_LEVEL", "ACC_DATA_ZSTD_LEVEL", "ACC_FRAME_KB", "ACC_ON_FULL",
         "ACC_QUIET", "ACC_EAGER"}) {
     covered.emplace_back(n);
