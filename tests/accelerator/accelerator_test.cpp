@@ -94,6 +94,17 @@ TEST(Accelerator, RecordsNameTheDeviceAndAreComplete) {
     }
   }
   EXPECT_GT(device_tensors, 50u);
+  // Module paths on the device too: the Sequential's GELUs sit at odd
+  // indices, forward and backward.
+  size_t gelus = 0;
+  for (const auto& rec : r.rec.records) {
+    EXPECT_TRUE(rec.has_module) << rec.name;
+    if (rec.op != "aten::gelu") continue;
+    ++gelus;
+    ASSERT_FALSE(rec.module.empty()) << rec.name;
+    EXPECT_EQ(std::stoi(rec.module) % 2, 1) << rec.name << " in " << rec.module;
+  }
+  EXPECT_GT(gelus, 0u);
 }
 
 // Index of a recording's tensors by step, record name, role, position and
@@ -188,6 +199,7 @@ TEST(Accelerator, CompareNamesTheWrongDeviceKernel) {
     ASSERT_FALSE(c.summary["origins"].empty()) << c.summary.dump(2);
     EXPECT_EQ(c.summary["origins"][0]["op"], "aten::gelu") << c.summary["origins"].dump(2);
     EXPECT_EQ(c.summary["origins"][0]["step"], 0);
+    EXPECT_EQ(c.summary["origins"][0]["module"], "1") << c.summary["origins"].dump(2);
   }
 }
 
