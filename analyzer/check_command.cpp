@@ -137,7 +137,10 @@ std::vector<RecordComparison> checkRank(const RankRecording& rank, const Args& a
   std::thread reader([&] {
     try {
       damage = forEachReplayItem(
-          rank, [&](const format::OpRecord& m) { return opSelected(a.op_list, m.op, m.name, m.grad_fn); },
+          rank,
+          [&](const format::OpRecord& m) {
+            return m.op != format::kGradientOp && opSelected(a.op_list, m.op, m.name, m.grad_fn);
+          },
           [&](ReplayItem&& item) { queue.push(std::move(item)); }, &stacks);
     } catch (...) {
       failure = std::current_exception();

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include <stdexcept>
 
 #include "analyzer/compare/columns.h"
+#include "analyzer/compare/gradients.h"
 #include "analyzer/markup.h"
 #include "analyzer/record_error.h"
 #include "analyzer/report_html_assets.h"
@@ -295,6 +297,53 @@ std::string modulesSection(const CompareResult& result) {
   return s + "</section>";
 }
 
+// ACC_GRADS: one row per parameter, one cell per step, coloured by verdict,
+// the numbers on hover; at most kMapRows x kMapSteps cells, steps sampled
+// evenly beyond that (report.csv holds every record).
+std::string gradientsSection(const CompareResult& result) {
+  constexpr size_t kMapRows = 400, kMapSteps = 120;
+  if (result.gradients.empty()) return "";
+  std::vector<int64_t> steps;
+  for (const GradientRow& row : result.gradients) {
+    for (const GradientCell& c : row.cells) steps.push_back(c.step);
+  }
+  std::sort(steps.begin(), steps.end());
+  steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
+  std::vector<int64_t> shown;
+  for (size_t k = 0; k < kMapSteps && k < steps.size(); ++k) shown.push_back(steps[k * steps.size() / std::min(steps.size(), kMapSteps)]);
+  const GradientPart first = firstFailingGradient(result.gradients);
+  std::string s = "<section id=\"gradients\"><h2>Gradients (" + std::to_string(result.gradients.size()) +
+                  " parameters, " + std::to_string(steps.size()) + " steps)</h2><div class=\"note\">" +
+                  (first.cell ? "They part first at step " + std::to_string(first.cell->step) + ": <code>" +
+                                    esc(first.row->parameter) + "</code>. "
+                              : std::string("No gradient fails. ")) +
+                  "Each cell is one parameter's gradient at one optimizer step (ACC_GRADS), coloured by its verdict; "
+                  "hover for its error and the share of elements whose signs agree.";
+  if (shown.size() < steps.size()) s += " " + std::to_string(shown.size()) + " of the steps, evenly spaced.";
+  if (result.gradients.size() > kMapRows) s += " The first " + std::to_string(kMapRows) + " parameters.";
+  s += "</div><div class=\"table-wrap\"><table class=\"gradmap\"><thead><tr><th>parameter \\ step</th>";
+  for (int64_t step : shown) s += "<th title=\"step " + std::to_string(step) + "\"></th>";
+  s += "</tr></thead><tbody>";
+  for (size_t i = 0; i < result.gradients.size() && i < kMapRows; ++i) {
+    const GradientRow& row = result.gradients[i];
+    s += "<tr><th>" + esc(row.parameter) + (row.rank ? " (rank " + std::to_string(row.rank) + ")" : "") + "</th>";
+    size_t c = 0;
+    for (int64_t step : shown) {
+      while (c < row.cells.size() && row.cells[c].step < step) ++c;
+      if (c == row.cells.size() || row.cells[c].step != step) {
+        s += "<td class=\"none\" title=\"step " + std::to_string(step) + ": not recorded\"></td>";
+        continue;
+      }
+      const GradientCell& cell = row.cells[c];
+      s += std::string("<td class=\"") + verdictName(cell.verdict) + "\" title=\"" + esc(row.parameter) + ", step " +
+           std::to_string(step) + ": error " + numberText(cell.error) +
+           (std::isnan(cell.sign_agree) ? "" : ", signs agree " + numberText(cell.sign_agree)) + "\"></td>";
+    }
+    s += "</tr>";
+  }
+  return s + "</tbody></table></div></section>";
+}
+
 std::string unmatchedSection(const CompareResult& result) {
   if (result.unmatched.empty()) return "";
   std::string s = "<section id=\"unmatched\"><h2>Unmatched records (" + std::to_string(result.unmatched.size()) +
@@ -332,7 +381,7 @@ void writeHtmlReport(const CompareResult& result, const std::string& path) {
       << "<div class=\"dirs\">DIR0 (reference): <code>" << esc(result.dir0) << "</code> &middot; DIR1 (tested): <code>"
       << esc(result.dir1) << "</code></div></header>"
       << settingsSection(result) << verdictSection(result, c) << plotSection(result) << focusSection(result)
-      << modulesSection(result);
+      << modulesSection(result) << gradientsSection(result);
   writeTableSection(result, out);
   out << unmatchedSection(result) << problemsSection(result) << "<script>" << kReportJs
       << "</script></main></body></html>\n";

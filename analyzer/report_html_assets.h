@@ -54,6 +54,12 @@ table.stats td.differs { color: #b3261e; font-weight: 600; }
 .controls { display: flex; gap: 12px; align-items: center; margin-bottom: 8px; flex-wrap: wrap; }
 .controls input[type=search] { width: 260px; }
 .table-wrap { overflow: auto; max-height: 640px; border: 1px solid #eceef1; }
+table.gradmap { border-collapse: collapse; font-size: 11px; }
+table.gradmap th { font-weight: normal; text-align: right; padding: 0 6px; white-space: nowrap; }
+table.gradmap td { width: 12px; height: 12px; border: 1px solid #fff; background: #e6f4ea; }
+table.gradmap td.warn { background: #ffe699; }
+table.gradmap td.fail { background: #e06666; }
+table.gradmap td.none { background: #f3f4f6; }
 )CSS";
 
 inline constexpr const char* kReportJs = R"JS(

@@ -148,6 +148,7 @@ const std::vector<Variable>& variables() {
       {"ACC_FRAME_KB", "1024", "an integer 16..65536: uncompressed KiB per frame"},
       {"ACC_ON_FULL", "wait", "wait (the op waits for the writer) or drop (count and drop)"},
       {"ACC_QUIET", "0", "0 or 1: 1 silences the start and end lines on stderr"},
+      {"ACC_GRADS", "0", "0 or 1: 1 records each parameter's gradient at every optimizer step (grad::{parameter})"},
       {"ACC_EAGER", "0", "0 or 1: 1 turns torch.compile off for the run, so every op is recorded"},
   };
   return table;
@@ -266,6 +267,7 @@ ParseResult parse(const Lookup& lookup, char** environment) {
   });
   p.field("ACC_QUIET", boolean(c.quiet));
   p.field("ACC_EAGER", boolean(c.eager));
+  p.field("ACC_GRADS", boolean(c.grads));
 
   for (char** e = environment; e != nullptr && *e != nullptr; ++e) {
     if (std::strncmp(*e, "ACC_", 4) != 0) continue;

@@ -67,6 +67,10 @@ struct Scalar {
   std::string value;  // text form: 1, 0.5, True, "mean", [1, 2], None
 };
 
+// The op of ACC_GRADS records (grad::{parameter}): a parameter's gradient at
+// an optimizer step, input 0. No dispatcher op: nothing to replay.
+inline constexpr const char* kGradientOp = "acc::grad";
+
 struct OpRecord {
   uint64_t index = 0;  // execution order within the rank (order of op start)
   std::string name;    // {op}.{n}.{fwd|bwd}[.k]

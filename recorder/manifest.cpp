@@ -13,6 +13,7 @@ nlohmann::json configToJson(const env::Config& c) {
   return {
       {"enabled", c.enabled},
       {"eager", c.eager},
+      {"grads", c.grads},
       {"output_dir", c.output_dir},
       {"level", c.level},
       {"inputs", c.inputs},

@@ -12,6 +12,7 @@
 
 #include "recorder/device_capture.h"
 #include "recorder/module_paths.h"
+#include "recorder/python_hooks.h"
 #include "recorder/session.h"
 #include "recorder/tensor_capture.h"
 #include "recorder/torch_compat.h"
@@ -241,6 +242,26 @@ void hookNodes(Session& s, const std::vector<c10::IValue>& outputs, uint64_t thr
   }
 }
 
+// ACC_GRADS: one record per parameter and optimizer step, named after the
+// parameter, with its gradient as input 0; every filter but the ranks passes
+// it (python_hooks.h hands it over through an aten::alias op).
+void recordGradient(Session& s, const at::RecordFunction& fn, const std::string& parameter) {
+  auto r = std::make_unique<CapturedOp>();
+  r->index = s.nextIndex();
+  r->name = "grad::" + parameter;
+  r->op = format::kGradientOp;
+  r->pass = Pass::Forward;
+  r->step = s.step();
+  r->thread = compat::currentThreadId();
+  r->start_ns = r->end_ns = nowNs();
+  r->has_module = true;
+  const size_t dot = parameter.rfind('.');
+  r->module = dot == std::string::npos ? std::string() : parameter.substr(0, dot);
+  c10::ArrayRef<const c10::IValue> inputs = fn.inputs();
+  captureAll(s, inputs.slice(0, std::min<size_t>(inputs.size(), 1)), Role::Input, *r);
+  emitRecord(s, std::move(r));
+}
+
 // Top-level ops are those user code called: forward ops outside any other
 // op and outside the engine's own work, and autograd nodes.
 std::unique_ptr<OpContext> enter(Session& s, bool backward) {
@@ -279,7 +300,7 @@ void startForward(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
   s.numerics().onRecordedOp();
   ctx.record = newRecord(s, std::move(name), std::string(op), Pass::Forward, ctx.number, ctx.step);
   ctx.record->sequence_nr = fn.seqNr();
-  if (ModulePaths::instance().installed()) {
+  if (PythonHooks::instance().installed()) {
     ctx.record->has_module = true;
     ctx.record->module = module;
   }
@@ -345,7 +366,7 @@ void startBackward(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
   ctx.record->grad_fn = node;
   ctx.record->forward_name = std::move(forward_name);
   ctx.record->sequence_nr = fn.seqNr();
-  if (ModulePaths::instance().installed()) {
+  if (PythonHooks::instance().installed()) {
     ctx.record->has_module = true;
     if (module != nullptr) ctx.record->module = *module;
   }
@@ -371,13 +392,27 @@ void endBackward(Session& s, OpContext& ctx) {
 std::unique_ptr<at::ObserverContext> onStart(const at::RecordFunction& fn) {
   Session* s = Session::active();
   if (s == nullptr) return nullptr;
-  ModulePaths::instance().tryInstall(s->config().quiet);
+  PythonHooks::instance().tryInstall(s->config().quiet);
   const at::RecordScope scope = fn.scope();
   if (scope == at::RecordScope::USER_SCOPE) {
     if (std::strncmp(fn.name(), "Optimizer.step#", 15) != 0) return nullptr;
     auto ctx = std::make_unique<OpContext>();
     ctx->optimizer_step = true;
+    // Before the optimizer reads them: the gradients the step uses.
+    if (s->config().grads) PythonHooks::instance().handOverGradients();
     return ctx;
+  }
+  if (s->config().grads && scope == at::RecordScope::FUNCTION) {
+    std::string& gradient = PythonHooks::pendingGradient();
+    if (!gradient.empty()) {
+      try {
+        recordGradient(*s, fn, gradient);
+      } catch (...) {
+        s->counts().capture_errors.fetch_add(1, std::memory_order_relaxed);
+      }
+      gradient.clear();
+      return nullptr;  // the hand-over's own op: no record, no number
+    }
   }
   if (scope != at::RecordScope::FUNCTION && scope != at::RecordScope::BACKWARD_FUNCTION) {
     return nullptr;

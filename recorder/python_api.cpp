@@ -33,7 +33,8 @@ PythonApi::PythonApi() {
              resolve(err_clear, "PyErr_Clear") && resolve(module_dict, "PyImport_GetModuleDict") &&
              resolve(dict_new, "PyDict_New") && resolve(dict_get, "PyDict_GetItemString") &&
              resolve(dict_set, "PyDict_SetItemString") && resolve(import, "PyImport_ImportModule") &&
-             resolve(new_function, "PyCFunction_NewEx") && resolve(run, "PyRun_StringFlags");
+             resolve(new_function, "PyCFunction_NewEx") && resolve(run, "PyRun_StringFlags") &&
+             resolve(call, "PyObject_CallObject");
   if (!all) ensure = nullptr;
 }
 

@@ -44,6 +44,7 @@ struct PythonApi {
   Obj (*import)(const char*) = nullptr;
   Obj (*new_function)(void*, Obj, Obj) = nullptr;  // PyCFunction_NewEx
   Obj (*run)(const char*, int, Obj, Obj, void*) = nullptr;  // PyRun_StringFlags
+  Obj (*call)(Obj, Obj) = nullptr;                          // PyObject_CallObject
 
  private:
   PythonApi();

@@ -21,8 +21,8 @@ struct Column {
   ColumnType type;
 };
 
-// index,name,op,pass,step,rank,role,position,item,dtype0,dtype1,shape0,shape1,
-// cosine,max_abs,max_rel,mean_abs,rmse,rel_l2,within_1e3,within_5e3,max_ulp,
+// index,name,op,module,pass,step,rank,role,position,item,dtype0,dtype1,shape0,shape1,
+// cosine,max_abs,max_rel,mean_abs,rmse,rel_l2,within_1e3,within_5e3,sign_agree,max_ulp,
 // nan_mismatch,inf_mismatch,verdict,origin,replay,mismatch
 const std::vector<Column>& reportColumns();
 

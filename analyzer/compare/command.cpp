@@ -17,6 +17,7 @@
 #include "analyzer/compare/judge_args.h"
 #include "analyzer/compare/origins.h"
 #include "analyzer/compare/progress.h"
+#include "analyzer/compare/gradients.h"
 #include "analyzer/compare/report_filter.h"
 #include "analyzer/compare/report_set.h"
 #include "analyzer/compare/summary.h"
@@ -242,6 +243,12 @@ void printVerdict(const CompareResult& r, const CompareCounts& c, const std::vec
   }
   if (amplifiers) o << "  " << amplifiers << " candidate(s) amplify their inputs' error, not origins (summary.json: amplifiers)\n";
   o << failingModulesLine(r);
+  if (const GradientPart part = firstFailingGradient(r.gradients); part.cell) {
+    o << "  gradients part first at step " << part.cell->step << ": " << part.row->parameter << " (error "
+      << num(part.cell->error);
+    if (!std::isnan(part.cell->sign_agree)) o << ", signs agree on " << num(100 * part.cell->sign_agree) << "%";
+    o << "; summary.json: gradients)\n";
+  }
   o << "  " << c.matched << " records compared: " << c.records_pass << " pass, " << c.records_warn << " warn, "
     << c.records_fail << " fail; unmatched: " << c.unmatched0 << " only in DIR0, " << c.unmatched1
     << " only in DIR1\n";

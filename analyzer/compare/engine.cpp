@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "analyzer/compare/align.h"
+#include "analyzer/compare/gradients.h"
 #include "analyzer/compare/modules.h"
 #include "analyzer/compare/allowed_precision.h"
 #include "analyzer/compare/confirm.h"
@@ -258,6 +259,7 @@ CompareResult compareRecordings(const CompareOptions& options) {
   }
   sortOrigins(result);  // execution order across ranks
   result.modules = summarizeModules(result.records);  // before report filters drop rows
+  result.gradients = gradientMap(result.records);
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }

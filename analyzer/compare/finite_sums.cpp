@@ -12,7 +12,7 @@ size_t addFinite(const double* b, const double* t, size_t count, const MetricPar
   constexpr size_t kLanes = 4;
   double sum_abs[kLanes] = {}, sum_sq[kLanes] = {}, sum_b2[kLanes] = {}, sum_t2[kLanes] = {}, dot[kLanes] = {};
   double max_abs[kLanes] = {}, max_rel[kLanes] = {}, max_ulp[kLanes] = {};
-  uint64_t within1[kLanes] = {}, within5[kLanes] = {};
+  uint64_t within1[kLanes] = {}, within5[kLanes] = {}, signs[kLanes] = {};
   const double small = p.small;
   const FloatFormat f = p.ulp_format;
   size_t i = 0;
@@ -32,6 +32,7 @@ size_t addFinite(const double* b, const double* t, size_t count, const MetricPar
       max_rel[l] = rel > max_rel[l] ? rel : max_rel[l];
       within1[l] += rel <= 1e-3;
       within5[l] += rel <= 5e-3;
+      signs[l] += ((x > 0) != (y > 0)) | ((x < 0) != (y < 0));
       double ulps;
       if constexpr (kMode == UlpMode::Integer) ulps = a;
       else if constexpr (kMode == UlpMode::InRange) ulps = a * inverseUlpInRange(x, f);
@@ -51,6 +52,7 @@ size_t addFinite(const double* b, const double* t, size_t count, const MetricPar
     s.max_ulp = std::max(s.max_ulp, max_ulp[l]);
     s.within1 += within1[l];
     s.within5 += within5[l];
+    s.sign_differs += signs[l];
   }
   return i;
 }

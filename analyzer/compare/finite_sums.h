@@ -23,6 +23,7 @@ struct MetricParams {
 struct FiniteSums {
   uint64_t finite = 0;  // pairs added
   uint64_t within1 = 0, within5 = 0;
+  uint64_t sign_differs = 0;  // pairs of which one is > 0, < 0 or 0 and the other not
   double sum_abs = 0, sum_sq = 0, sum_b2 = 0, sum_t2 = 0, dot = 0;
   double max_abs = 0, max_rel = 0, max_ulp = 0;
 };

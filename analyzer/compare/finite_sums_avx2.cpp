@@ -22,7 +22,8 @@ __attribute__((target("avx2"))) size_t kernel(const double* b, const double* t, 
   const __m256i bias_plus_digits = _mm256_set1_epi64x(1023 + p.ulp_format.digits);
   __m256d sum_abs = _mm256_setzero_pd(), sum_sq = sum_abs, sum_b2 = sum_abs, sum_t2 = sum_abs, dot = sum_abs;
   __m256d max_abs = sum_abs, max_rel = sum_abs, max_ulp = sum_abs;
-  __m256i within1 = _mm256_setzero_si256(), within5 = within1, special = within1;
+  __m256i within1 = _mm256_setzero_si256(), within5 = within1, special = within1, signs = within1;
+  const __m256d zero = _mm256_setzero_pd();
   size_t i = 0;
   for (; i + 4 <= count; i += 4) {
     const __m256d x = _mm256_loadu_pd(b + i), y = _mm256_loadu_pd(t + i);
@@ -41,6 +42,10 @@ __attribute__((target("avx2"))) size_t kernel(const double* b, const double* t, 
     max_rel = _mm256_max_pd(rel, max_rel);
     within1 = _mm256_sub_epi64(within1, _mm256_castpd_si256(_mm256_cmp_pd(rel, tol1, _CMP_LE_OQ)));
     within5 = _mm256_sub_epi64(within5, _mm256_castpd_si256(_mm256_cmp_pd(rel, tol5, _CMP_LE_OQ)));
+    const __m256d sign_differs =
+        _mm256_or_pd(_mm256_xor_pd(_mm256_cmp_pd(x, zero, _CMP_GT_OQ), _mm256_cmp_pd(y, zero, _CMP_GT_OQ)),
+                     _mm256_xor_pd(_mm256_cmp_pd(x, zero, _CMP_LT_OQ), _mm256_cmp_pd(y, zero, _CMP_LT_OQ)));
+    signs = _mm256_sub_epi64(signs, _mm256_castpd_si256(sign_differs));
     __m256d ulps = a;
     if constexpr (!kInteger) {
       // One ULP at |x| is 2^k, k = max(exponent of x, min_exponent) - digits;
@@ -54,7 +59,7 @@ __attribute__((target("avx2"))) size_t kernel(const double* b, const double* t, 
   }
   if (!_mm256_testz_si256(special, special)) return 0;
   alignas(32) double lanes[8][4];
-  alignas(32) uint64_t counts[2][4];
+  alignas(32) uint64_t counts[3][4];
   _mm256_store_pd(lanes[0], sum_abs);
   _mm256_store_pd(lanes[1], sum_sq);
   _mm256_store_pd(lanes[2], sum_b2);
@@ -65,6 +70,7 @@ __attribute__((target("avx2"))) size_t kernel(const double* b, const double* t, 
   _mm256_store_pd(lanes[7], max_ulp);
   _mm256_store_si256(reinterpret_cast<__m256i*>(counts[0]), within1);
   _mm256_store_si256(reinterpret_cast<__m256i*>(counts[1]), within5);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(counts[2]), signs);
   sums.finite += i;
   for (int l = 0; l < 4; ++l) {
     sums.sum_abs += lanes[0][l];
@@ -77,6 +83,7 @@ __attribute__((target("avx2"))) size_t kernel(const double* b, const double* t, 
     sums.max_ulp = std::max(sums.max_ulp, lanes[7][l]);
     sums.within1 += counts[0][l];
     sums.within5 += counts[1][l];
+    sums.sign_differs += counts[2][l];
   }
   return i;
 }

@@ -43,6 +43,9 @@ void MetricAccumulator::addWithSpecials(const double* b, const double* t, size_t
   total_ += count;
   for (size_t i = 0; i < count; ++i) {
     const double x = b[i], y = t[i];
+    // Sign classes: > 0, < 0, 0, NaN.
+    const auto sign = [](double v) { return std::isnan(v) ? 2 : (v > 0) - (v < 0); };
+    s_.sign_differs += sign(x) != sign(y);
     if (!std::isfinite(x) || !std::isfinite(y)) {
       const bool nx = std::isnan(x), ny = std::isnan(y);
       if (nx || ny) {
@@ -80,6 +83,7 @@ void MetricAccumulator::merge(const MetricAccumulator& o) {
   inf_mismatch_ += o.inf_mismatch_;
   s_.within1 += o.s_.within1;
   s_.within5 += o.s_.within5;
+  s_.sign_differs += o.s_.sign_differs;
   s_.sum_abs += o.s_.sum_abs;
   s_.sum_sq += o.s_.sum_sq;
   s_.sum_b2 += o.s_.sum_b2;
@@ -112,6 +116,7 @@ TensorMetrics MetricAccumulator::finish(const MetricParams& p) const {
     const double n = static_cast<double>(total_);
     m.within_1e3 = static_cast<double>(s_.within1 + agree_) / n;
     m.within_5e3 = static_cast<double>(s_.within5 + agree_) / n;
+    m.sign_agree = 1 - static_cast<double>(s_.sign_differs) / n;
   }
   return m;
 }
@@ -137,14 +142,14 @@ TensorMetrics statsMetrics(const format::Stats& s0, const format::Stats& s1, boo
   m.from_stats = true;
   m.nan_mismatch = s0.nan_count > s1.nan_count ? s0.nan_count - s1.nan_count : s1.nan_count - s0.nan_count;
   m.inf_mismatch = s0.inf_count > s1.inf_count ? s0.inf_count - s1.inf_count : s1.inf_count - s0.inf_count;
-  m.cosine = m.max_rel = m.within_1e3 = m.within_5e3 = m.max_ulp = kNaN;
+  m.cosine = m.max_rel = m.within_1e3 = m.within_5e3 = m.max_ulp = m.sign_agree = kNaN;
   if (same_bits_layout && s0.checksum == s1.checksum && s0.nan_count == s1.nan_count &&
       s0.inf_count == s1.inf_count) {
     // Bit-identical contents: every metric takes its perfect value.
     m.checksum_equal = true;
     m.cosine = 1;
     m.max_rel = 0;
-    m.within_1e3 = m.within_5e3 = 1;
+    m.within_1e3 = m.within_5e3 = m.sign_agree = 1;
     m.max_ulp = 0;
     m.max_abs = m.mean_abs = m.rmse = m.rel_l2 = m.stat_error = 0;
     return m;

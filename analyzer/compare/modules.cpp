@@ -14,7 +14,7 @@ std::vector<ModuleSummary> summarizeModules(const std::vector<RecordComparison>&
   std::vector<std::tuple<int64_t, uint64_t, int64_t>> first_fail;  // step, index, rank
   for (size_t i = 0; i < records.size(); ++i) {
     const RecordComparison& r = records[i];
-    if (!r.has_module) continue;
+    if (!r.has_module || isGradientRecord(r)) continue;  // gradients have their own map
     auto [it, added] = at.emplace(r.module, out.size());
     if (added) {
       out.push_back({});

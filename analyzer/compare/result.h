@@ -34,6 +34,7 @@ struct TensorMetrics {
   double within_1e3 = 1;   // share of elements with relative error <= 1/1000
   double within_5e3 = 1;   // ... <= 5/1000
   double max_ulp = 0;      // in ULPs of DIR1's dtype
+  double sign_agree = 1;   // share of elements whose signs (> 0, < 0, 0, NaN) agree: msprobe's grad_probe
   uint64_t nan_mismatch = 0;  // positions NaN on one side only
   uint64_t inf_mismatch = 0;  // positions +-Inf on one side only (or of other sign)
   // Level 1 (from_stats): metrics that statistics cannot give (cosine,
@@ -119,6 +120,25 @@ struct RecordComparison {
   std::string rerecord;
 };
 
+// ACC_GRADS records (grad::{parameter}, op acc::grad): compared and shown,
+// but never a divergence's origin or its first failing record: the ops that
+// computed the gradient are.
+inline bool isGradientRecord(const RecordComparison& r) { return r.op == format::kGradientOp; }
+
+// One parameter's gradient at each optimizer step it was recorded: the
+// parameter-by-step map of ACC_GRADS (analyzer/compare/gradients.h).
+struct GradientCell {
+  int64_t step = 0;
+  double error = 0;  // the pair's carried error: rel_l2 (level 2) or the statistics' (level 1)
+  double sign_agree = 1;  // NaN at level 1
+  Verdict verdict = Verdict::Pass;
+};
+struct GradientRow {
+  std::string parameter;  // its path, e.g. enc.layers.1.linear2.weight
+  int64_t rank = 0;
+  std::vector<GradientCell> cells;  // by step
+};
+
 struct UnmatchedRecord {
   int side = 0;  // 0: only in DIR0, 1: only in DIR1
   std::string name;
@@ -163,6 +183,8 @@ struct CompareResult {
   // Per nn.Module path (analyzer/compare/modules.h), over every compared
   // record whatever the report filters; empty without module paths.
   std::vector<ModuleSummary> modules;
+  // ACC_GRADS: rows in the order the parameters were first recorded.
+  std::vector<GradientRow> gradients;
 
   const RecordComparison* firstOrigin() const {
     return origins.empty() ? nullptr : &records[origins.front()];

@@ -1,4 +1,5 @@
 #include "analyzer/compare/summary.h"
+#include "analyzer/compare/gradients.h"
 #include "analyzer/record_json.h"
 
 #include <algorithm>
@@ -36,7 +37,7 @@ const RecordComparison* firstDivergence(const CompareResult& r) {
   if (const RecordComparison* o = r.firstOrigin()) return o;
   const RecordComparison* first = nullptr;
   for (const RecordComparison& rc : r.records) {
-    if (rc.verdict != Verdict::Fail) continue;
+    if (rc.verdict != Verdict::Fail || isGradientRecord(rc)) continue;
     if (!first || std::tie(rc.step, rc.index0, rc.rank) < std::tie(first->step, first->index0, first->rank)) {
       first = &rc;
     }
@@ -90,6 +91,7 @@ nlohmann::json metricsJson(const TensorPair& p) {
     j["rel_l2"] = metric(m, m.rel_l2);
     j["within_1e3"] = metric(m, m.within_1e3);
     j["within_5e3"] = metric(m, m.within_5e3);
+    j["sign_agree"] = metric(m, m.sign_agree);
     j["max_ulp"] = metric(m, m.max_ulp);
     j["nan_mismatch"] = m.nan_mismatch;
     j["inf_mismatch"] = m.inf_mismatch;
@@ -175,6 +177,44 @@ nlohmann::json moduleSummaryJson(const ModuleSummary& m) {
   return j;
 }
 
+// The gradient map: where the runs' gradients part first, and the cells
+// themselves while they are few enough for a summary.
+nlohmann::json gradientsJson(const std::vector<GradientRow>& rows) {
+  constexpr size_t kMaxCells = 100000;
+  nlohmann::json j;
+  size_t cells = 0;
+  for (const GradientRow& row : rows) cells += row.cells.size();
+  j["parameters"] = rows.size();
+  j["records"] = cells;
+  const GradientPart first = firstFailingGradient(rows);
+  if (first.cell) {
+    j["first_failing"] = {{"parameter", first.row->parameter},
+                          {"rank", first.row->rank},
+                          {"step", first.cell->step},
+                          {"error", jsonNumber(first.cell->error)},
+                          {"sign_agree", jsonNumber(first.cell->sign_agree)}};
+  } else {
+    j["first_failing"] = nullptr;
+  }
+  if (cells > kMaxCells) {
+    j["rows_left_out"] = "more than " + std::to_string(kMaxCells) + " gradient records: see report.csv";
+    return j;
+  }
+  nlohmann::json out = nlohmann::json::array();
+  for (const GradientRow& row : rows) {
+    nlohmann::json steps = nlohmann::json::array();
+    for (const GradientCell& c : row.cells) {
+      steps.push_back({{"step", c.step},
+                       {"error", jsonNumber(c.error)},
+                       {"sign_agree", std::isnan(c.sign_agree) ? nlohmann::json() : jsonNumber(c.sign_agree)},
+                       {"verdict", verdictName(c.verdict)}});
+    }
+    out.push_back({{"parameter", row.parameter}, {"rank", row.rank}, {"steps", steps}});
+  }
+  j["rows"] = out;
+  return j;
+}
+
 nlohmann::json summaryJson(const CompareResult& r, const Thresholds& t, const SummaryContext& context) {
   const CompareCounts c = countResult(r);
   const RecordComparison* first = firstDivergence(r);
@@ -253,6 +293,7 @@ nlohmann::json summaryJson(const CompareResult& r, const Thresholds& t, const Su
   nlohmann::json modules = nlohmann::json::array();
   for (const ModuleSummary& m : r.modules) modules.push_back(moduleSummaryJson(m));
   j["modules"] = modules;
+  if (!r.gradients.empty()) j["gradients"] = gradientsJson(r.gradients);
   j["thresholds"] = thresholdsJson(t);
   j["op_list"] = context.op_list;
   j["filters"] = context.filters;

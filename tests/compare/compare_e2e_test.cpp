@@ -244,7 +244,7 @@ TEST(CompareE2E, ReportCsvHasTheSharedColumnsInExecutionOrder) {
   const std::vector<std::string> required = {
       "index", "name", "op", "module", "pass", "step", "rank", "role", "position", "item", "dtype0", "dtype1", "shape0",
       "shape1", "cosine", "max_abs", "max_rel", "mean_abs", "rmse", "rel_l2", "within_1e3", "within_5e3",
-      "max_ulp", "nan_mismatch", "inf_mismatch", "verdict", "origin", "replay", "mismatch"};
+      "sign_agree", "max_ulp", "nan_mismatch", "inf_mismatch", "verdict", "origin", "replay", "mismatch"};
   EXPECT_EQ(o.header, required);
   ASSERT_FALSE(o.rows.empty());
   uint64_t last = 0, pairs = 0;

@@ -99,12 +99,6 @@ std::string cachedRecording(const std::string& name, const std::string& script,
   return dir;
 }
 
-RunResult analyzer(const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {binDir() + "/acc-analyzer"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return run({argv, {}, "", false, ""});
-}
-
 }  // namespace acc::test
 
 namespace acc::test {

@@ -31,9 +31,6 @@ std::string recording(Variant v);
 std::string cachedRecording(const std::string& name, const std::string& script,
                             std::map<std::string, std::string> env);
 
-// Runs build/bin/acc-analyzer with `args`.
-RunResult analyzer(const std::vector<std::string>& args);
-
 // An analyzer command writing its reports to `out`, with its summary.json
 // (null when it wrote none).
 struct Analysis {

@@ -27,6 +27,7 @@ const BadValue kBadValues[] = {
     {"ACC_ZSTD_LEVEL", "99"},       {"ACC_DATA_ZSTD_LEVEL", "0"},
     {"ACC_FRAME_KB", "1"},          {"ACC_ON_FULL", "crash"},
     {"ACC_QUIET", "loud"},          {"ACC_EAGER", "lazy"},
+    {"ACC_GRADS", "all"},
 };
 
 TEST(ConfigErrors, EveryVariableHasABadValueAbove) {

@@ -13,14 +13,6 @@
 namespace acc::test {
 namespace {
 
-RunResult analyzer(const std::vector<std::string>& args) {
-  Command c;
-  c.argv = {binDir() + "/acc-analyzer"};
-  c.argv.insert(c.argv.end(), args.begin(), args.end());
-  c.preload = false;
-  return run(c);
-}
-
 TEST(FormatVersions, VersionOneIsReadByEveryCommand) {
   const std::string v1 = testData("format_v1");
   Recording r = readRank(v1 + "/rank0");

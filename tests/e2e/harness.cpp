@@ -159,4 +159,12 @@ Recording readRank(const std::string& rank_dir) {
   return rec;
 }
 
+RunResult analyzer(const std::vector<std::string>& args) {
+  Command c;
+  c.argv = {binDir() + "/acc-analyzer"};
+  c.argv.insert(c.argv.end(), args.begin(), args.end());
+  c.preload = false;
+  return run(c);
+}
+
 }  // namespace acc::test

@@ -28,6 +28,8 @@ struct Command {
 };
 
 RunResult run(const Command& command);
+// Runs build/bin/acc-analyzer with `args` (no preload).
+RunResult analyzer(const std::vector<std::string>& args);
 
 // Paths of the build and the source tree.
 std::string python();  // the interpreter with torch, found by CMake

@@ -56,7 +56,10 @@ TEST(ModulePaths, ForwardRecordsNameTheInnermostModule) {
         << "step " << step;
     EXPECT_EQ(modulesOf(got.rec, "aten::layer_norm", step), (V{"layers.0.norm", "layers.1.norm"}));
     EXPECT_EQ(modulesOf(got.rec, "aten::gelu", step), (V{"layers.0.mlp.1", "layers.1.mlp.1"}));
-    EXPECT_EQ(modulesOf(got.rec, "aten::add", step), (V{"layers.0", "layers.1"}));  // x + mlp(...)
+    // x + mlp(...); torch 2.x's SGD adds outside every module too.
+    V adds = modulesOf(got.rec, "aten::add", step);
+    adds.erase(std::remove(adds.begin(), adds.end(), ""), adds.end());
+    EXPECT_EQ(adds, (V{"layers.0", "layers.1"}));
     // The outermost module's own op, and the loss outside every module.
     EXPECT_EQ(modulesOf(got.rec, "aten::relu", step), (V{""}));
     EXPECT_EQ(modulesOf(got.rec, "aten::mse_loss", step), (V{""}));
@@ -115,14 +118,6 @@ TEST(ModulePaths, ModulesFilterKeepsOnlyOpsInsideThem) {
   auto none = record({{"ACC_MODULES", "layer"}});
   ASSERT_EQ(none->result.exit_code, 0) << none->result.err;
   EXPECT_TRUE(none->rec.records.empty());
-}
-
-RunResult analyzer(const std::vector<std::string>& args) {
-  Command c;
-  c.argv = {binDir() + "/acc-analyzer"};
-  c.argv.insert(c.argv.end(), args.begin(), args.end());
-  c.preload = false;
-  return run(c);
 }
 
 TEST(ModulePaths, ListAndShowPrintThem) {

@@ -11,11 +11,6 @@
 namespace acc::test {
 namespace {
 
-RunResult analyzer(std::vector<std::string> args) {
-  args.insert(args.begin(), binDir() + "/acc-analyzer");
-  return run({args, {}, "", false, ""});
-}
-
 // The recordings, made on first use and shared by the tests of the suite
 // (ctest runs each test in its own process, so each records only what it uses).
 class ShowExport : public ::testing::Test {

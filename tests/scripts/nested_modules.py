@@ -4,7 +4,12 @@ attributes (shared, tied) and called twice per forward, ops in the outermost
 module's own forward, and ops outside every module (the loss).
 
 Prints, per step, the loss; the test checks the records' module paths.
+With GRADS_OUT set, each parameter's gradient at each optimizer step is
+written to GRADS_OUT/{step}/{parameter} (raw float32 bytes, row-major): what
+the ACC_GRADS records must hold.
 """
+import os
+
 import torch
 from torch import nn
 
@@ -48,6 +53,12 @@ def main():
         optimizer.zero_grad()
         loss = torch.nn.functional.mse_loss(model(x), target)  # outside every module
         loss.backward()
+        out = os.environ.get("GRADS_OUT")
+        if out:
+            os.makedirs(f"{out}/{step}", exist_ok=True)
+            for name, p in model.named_parameters():
+                with open(f"{out}/{step}/{name}", "wb") as f:
+                    f.write(p.grad.detach().contiguous().numpy().tobytes())
         optimizer.step()
         print(f"step {step} loss {loss.item():.17g}", flush=True)
 

@@ -286,7 +286,7 @@ INSTANTIATE_TEST_SUITE_P(
                       InvalidCase{"ACC_DATA_ZSTD_LEVEL", "20"}, InvalidCase{"ACC_DATA_ZSTD_LEVEL", "fast"},
                       InvalidCase{"ACC_FRAME_KB", "15"}, InvalidCase{"ACC_FRAME_KB", "65537"},
                       InvalidCase{"ACC_ON_FULL", "block"}, InvalidCase{"ACC_QUIET", "loud"},
-                      InvalidCase{"ACC_EAGER", "lazy"}),
+                      InvalidCase{"ACC_EAGER", "lazy"}, InvalidCase{"ACC_GRADS", "2"}),
     [](const ::testing::TestParamInfo<InvalidCase>& info) {
       return std::string(info.param.name).substr(4) + "_" + std::to_string(info.index);
     });
@@ -298,7 +298,7 @@ TEST(ConfigTest, EveryDocumentedVariableHasAnInvalidCase) {
        {"ACC_ENABLE", "ACC_OUTPUT_DIR", "ACC_LEVEL", "ACC_INPUTS", "ACC_OUTPUTS", "ACC_PASSES",
         "ACC_OP_RANGE", "ACC_OP_LIST", "ACC_MODULES", "ACC_SKIP", "ACC_STEPS", "ACC_RANKS", "ACC_STACK",
         "ACC_NESTED", "ACC_DEDUP", "ACC_BUFFER_MB", "ACC_ZSTD_LEVEL", "ACC_DATA_ZSTD_LEVEL", "ACC_FRAME_KB", "ACC_ON_FULL",
-        "ACC_QUIET", "ACC_EAGER"}) {
+        "ACC_QUIET", "ACC_EAGER", "ACC_GRADS"}) {
     covered.emplace_back(n);
   }
   for (const Variable& v : variables()) {
