@@ -288,6 +288,35 @@ TEST(Accelerator, StatisticsKernelsPerTensorAreCounted) {
 // Level-2 staging buffers count against ACC_BUFFER_MB: with a budget far
 // below what is in flight and ACC_ON_FULL=drop, records are dropped and
 // counted, never lost silently, and training is unchanged.
+// ACC_GRADS on the device: one record per parameter and step, the device's
+// gradient, equal to the CPU run's bit for bit (the test device runs the
+// CPU's kernels), and the losses untouched.
+TEST(Accelerator, GradientRecordsHoldTheDevicesGradients) {
+  const Recorded& cpu = *recorded({{"ACC_LEVEL", "2"}, {"ACC_GRADS", "1"}});
+  const Recorded& dev = *recorded(onDevice({{"ACC_LEVEL", "2"}, {"ACC_GRADS", "1"}}));
+  ASSERT_EQ(dev.result.exit_code, 0) << dev.result.err;
+  EXPECT_EQ(lossLines(dev.result.out), lossLines(runPythonPlain(script(), onDevice()).out));
+  std::map<std::string, const format::Tensor*> on_cpu;
+  for (const auto& r : cpu.rec.records) {
+    if (r.op == format::kGradientOp && r.tensors.size() == 1) on_cpu[std::to_string(r.step) + r.name] = &r.tensors[0];
+  }
+  size_t compared = 0;
+  for (const auto& r : dev.rec.records) {
+    if (r.op != format::kGradientOp) continue;
+    ASSERT_EQ(r.tensors.size(), 1u) << r.name;
+    const format::Tensor& t = r.tensors[0];
+    EXPECT_EQ(t.device.rfind("cpu", 0), std::string::npos) << r.name << " on " << t.device;
+    auto it = on_cpu.find(std::to_string(r.step) + r.name);
+    ASSERT_NE(it, on_cpu.end()) << r.name;
+    EXPECT_TRUE(t.has_data) << r.name;
+    EXPECT_EQ(t.data, it->second->data) << r.name;
+    EXPECT_EQ(t.stats.checksum, it->second->stats.checksum) << r.name;
+    ++compared;
+  }
+  EXPECT_EQ(compared, on_cpu.size());
+  EXPECT_GE(compared, 6u);  // 2 parameters per Linear, at least 3 Linears, every step
+}
+
 TEST(Accelerator, StagingBuffersCountAgainstTheQueueBudget) {
   Env env = onDevice({{"WIDTH", "512"}, {"BATCH", "512"}, {"LAYERS", "4"}});
   RunResult plain = runPythonPlain(script(), env);
