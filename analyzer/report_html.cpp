@@ -107,7 +107,7 @@ std::string verdictSection(const CompareResult& result, const Counts& c) {
     s += "<tr><th>op</th><td><code>" + esc(focus->op) + "</code>" +
          (focus->grad_fn.empty() ? "" : " (" + esc(focus->grad_fn) + ")") + "</td></tr>";
     if (focus->has_module) {
-      s += "<tr><th>module</th><td><code>" + esc(focus->module.empty() ? "(outermost)" : focus->module) +
+      s += "<tr><th>module</th><td><code>" + esc(moduleLabel(focus->module)) +
            "</code></td></tr>";
     }
     s += "<tr><th>where</th><td>" + std::string(format::passName(focus->pass)) + " pass, step " +
@@ -284,7 +284,7 @@ std::string modulesSection(const CompareResult& result) {
   for (size_t i = 0; i < result.modules.size() && i < kMaxListed; ++i) {
     const ModuleSummary& m = result.modules[i];
     const char* cls = m.fail ? "fail" : m.warn ? "warn" : "pass";
-    s += std::string("<tr class=\"") + cls + "\"><td><code>" + esc(m.module.empty() ? "(outermost)" : m.module) +
+    s += std::string("<tr class=\"") + cls + "\"><td><code>" + esc(moduleLabel(m.module)) +
          "</code></td><td class=\"num\">" + std::to_string(m.records) + "</td><td class=\"num\">" +
          std::to_string(m.fail) + "</td><td class=\"num\">" + std::to_string(m.warn) + "</td><td class=\"num\">" +
          std::to_string(m.origins) + "</td><td class=\"num\">" + numberText(m.worst_error) + "</td><td>" +
@@ -322,7 +322,11 @@ std::string gradientsSection(const CompareResult& result) {
   if (shown.size() < steps.size()) s += " " + std::to_string(shown.size()) + " of the steps, evenly spaced.";
   if (result.gradients.size() > kMapRows) s += " The first " + std::to_string(kMapRows) + " parameters.";
   s += "</div><div class=\"table-wrap\"><table class=\"gradmap\"><thead><tr><th>parameter \\ step</th>";
-  for (int64_t step : shown) s += "<th title=\"step " + std::to_string(step) + "\"></th>";
+  for (size_t k = 0; k < shown.size(); ++k) {
+    // Every step's number while they fit, then every tenth.
+    const bool label = shown.size() <= 30 || k % 10 == 0;
+    s += "<th title=\"step " + std::to_string(shown[k]) + "\">" + (label ? std::to_string(shown[k]) : "") + "</th>";
+  }
   s += "</tr></thead><tbody>";
   for (size_t i = 0; i < result.gradients.size() && i < kMapRows; ++i) {
     const GradientRow& row = result.gradients[i];

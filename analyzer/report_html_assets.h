@@ -56,6 +56,7 @@ table.stats td.differs { color: #b3261e; font-weight: 600; }
 .table-wrap { overflow: auto; max-height: 640px; border: 1px solid #eceef1; }
 table.gradmap { border-collapse: collapse; font-size: 11px; }
 table.gradmap th { font-weight: normal; text-align: right; padding: 0 6px; white-space: nowrap; }
+table.gradmap thead th { text-align: left; padding: 0 1px; font-size: 9px; color: #666; }
 table.gradmap td { width: 12px; height: 12px; border: 1px solid #fff; background: #e6f4ea; }
 table.gradmap td.warn { background: #ffe699; }
 table.gradmap td.fail { background: #e06666; }

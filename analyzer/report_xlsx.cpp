@@ -131,7 +131,7 @@ XlsxSheet moduleSheet(const CompareResult& result) {
   sheet.addRow(header, XlsxStyle::Header);
   for (const ModuleSummary& m : result.modules) {
     const bool failing = !m.first_failing.empty();
-    sheet.addRow({XlsxCell::str(m.module.empty() ? "(outermost)" : m.module), XlsxCell::num(static_cast<double>(m.records)),
+    sheet.addRow({XlsxCell::str(moduleLabel(m.module)), XlsxCell::num(static_cast<double>(m.records)),
                   XlsxCell::num(static_cast<double>(m.fail)), XlsxCell::num(static_cast<double>(m.warn)),
                   XlsxCell::num(static_cast<double>(m.origins)),
                   std::isfinite(m.worst_error) ? XlsxCell::num(m.worst_error) : XlsxCell::str(numberText(m.worst_error)),

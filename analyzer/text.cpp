@@ -35,4 +35,6 @@ std::string bytesText(double bytes) {
   return buf;
 }
 
+std::string moduleLabel(const std::string& module) { return module.empty() ? "(top level)" : module; }
+
 }  // namespace acc::analyzer

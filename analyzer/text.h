@@ -15,6 +15,9 @@ std::string lowerCase(std::string s);
 
 // printf-formatted number, with nan, inf and -inf spelled out.
 std::string numberText(double v, const char* format = "%.6g");
+// A module path as reports show it: "" (ops in the outermost module's own
+// forward, or outside every module) reads "(top level)".
+std::string moduleLabel(const std::string& module);
 
 // 512 bytes, 3.4 kB, 1.25 GB (decimal units, three significant digits).
 std::string bytesText(double bytes);

@@ -54,7 +54,7 @@ class InFlightOp final : public InFlightRecord {
     for (DeviceValues& v : op_->device_values) {
       format::Tensor& t = op_->tensors[v.tensor];
       if (v.stats.defined()) {
-        t.stats = statsFromBuffer(v.stats);
+        t.stats = statsFromBuffer(v.stats, statsElements(t));
         t.has_stats = true;
       }
       if (v.data.defined()) {

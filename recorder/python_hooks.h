@@ -23,7 +23,7 @@ class PythonHooks {
   }
 
   // Whether the hooks are registered: records then carry a module path.
-  bool installed() const { return state_.load(std::memory_order_relaxed) == kInstalled; }
+  bool installed() const { return state_.load(std::memory_order_acquire) == kInstalled; }
 
   // Hands every parameter gradient of the outermost modules called so far
   // to this thread's next ops, one `aten::alias` of the gradient each, with

@@ -293,9 +293,9 @@ at::Tensor blockSum(const at::Tensor& flat, at::ScalarType accumulate) {
   return total;
 }
 
-// The L2 norm the same way: block norms in the accumulation precision,
-// their squares summed in float64.
-at::Tensor blockNorm(const at::Tensor& flat, at::ScalarType accumulate) {
+// The sum of squares the same way: block norms in the accumulation
+// precision, their squares summed in float64.
+at::Tensor blockSquares(const at::Tensor& flat, at::ScalarType accumulate) {
   const Blocks b = splitBlocks(flat);
   at::Tensor squares;
   if (b.whole.numel() > 0) {
@@ -306,7 +306,7 @@ at::Tensor blockNorm(const at::Tensor& flat, at::ScalarType accumulate) {
     at::Tensor tail = at::linalg_vector_norm(b.tail, 2, {}, false, accumulate).to(at::kDouble);
     squares = plus(squares, tail.mul(tail));
   }
-  return squares.sqrt();
+  return squares;
 }
 
 at::Tensor checksumOf(const at::Tensor& flat) {
@@ -328,41 +328,61 @@ at::Tensor checksumOf(const at::Tensor& flat) {
   return sum;
 }
 
+// Tensors of at most this many elements are read as one float64 copy (8 MiB
+// at most), where each statistic is one kernel: on a device a small
+// tensor's statistics cost what their kernel launches cost. Larger floating
+// tensors are summed in blocks in their own precision, without the copy.
+constexpr int64_t kWidenLimit = kChecksumChunk;
+
 }  // namespace
 
 at::Tensor deviceStats(const at::Tensor& tensor) {
   at::Tensor t = tensor.is_complex() ? at::view_as_real(tensor) : tensor;
   at::Tensor flat = t.reshape({-1});
   const int64_t n = flat.numel();
-  const auto options = flat.options().dtype(at::kDouble);
-  if (n == 0) return at::zeros({kDeviceStatsSize}, options);
-  at::Tensor values = flat;
-  if (!flat.is_floating_point()) {
-    // Integer and bool tensors (indices, masks, labels) are small: their
-    // values are taken exactly in float64.
-    values = flat.to(at::kDouble);
-  }
-  const bool low = values.scalar_type() == at::kHalf || values.scalar_type() == at::kBFloat16;
-  const at::ScalarType accumulate = low ? at::kFloat : values.scalar_type();
-  at::Tensor mean = blockSum(values, accumulate).div(static_cast<double>(n));
-  at::Tensor norm = blockNorm(values, accumulate);
-  // min() and max(), not aminmax(): torch 1.13 has no CPU aminmax for half.
-  at::Tensor reals = at::stack({values.min().to(at::kDouble), values.max().to(at::kDouble),
-                                mean, norm.to(at::kDouble)});
-  at::Tensor counts;
-  if (flat.is_floating_point()) {
-    counts = at::stack({at::isnan(flat).sum(), at::isinf(flat).sum(), checksumOf(flat)});
+  if (n == 0) return at::zeros({kDeviceStatsSize}, flat.options().dtype(at::kDouble));
+  const bool floating = flat.is_floating_point();
+  at::Tensor min, max, sum, squares;
+  if (!floating || n <= kWidenLimit) {
+    // Integer and bool tensors (indices, masks, labels) are taken exactly in
+    // float64 whatever their size; a float64 tensor is read as it is.
+    at::Tensor values = flat.to(at::kDouble);
+    min = values.min();
+    max = values.max();
+    sum = values.sum();
+    squares = at::dot(values, values);
   } else {
-    at::Tensor zero = at::zeros({}, flat.options().dtype(at::kLong));
-    counts = at::stack({zero, zero, checksumOf(flat)});
+    const bool low = flat.scalar_type() == at::kHalf || flat.scalar_type() == at::kBFloat16;
+    const at::ScalarType accumulate = low ? at::kFloat : flat.scalar_type();
+    // min() and max(), not aminmax(): torch 1.13 has no CPU aminmax for half.
+    min = flat.min().to(at::kDouble);
+    max = flat.max().to(at::kDouble);
+    sum = blockSum(flat, accumulate);
+    squares = blockSquares(flat, accumulate);
   }
-  // One buffer, so one copy brings everything back: the counts travel as
-  // the bits of float64 values.
-  return at::cat({reals, counts.view(at::kDouble)});
+  at::Tensor nans, infs;
+  if (floating) {
+    nans = at::isnan(flat).sum();
+    infs = at::isinf(flat).sum();
+  } else {
+    nans = infs = at::zeros({}, flat.options().dtype(at::kLong));
+  }
+  // Functional results gathered by one kernel into one buffer, so one copy
+  // brings everything back; the counts travel as the bits of float64
+  // values. (Out= kernels writing slots of one buffer saved two launches
+  // more but corrupted the test device's heap now and then: stop 18.)
+  return at::stack({min, max, sum, squares, nans.view(at::kDouble), infs.view(at::kDouble),
+                    checksumOf(flat).view(at::kDouble)});
 }
 
-format::Stats statsFromBuffer(const at::Tensor& host) {
-  const double* r = host.data_ptr<double>();
+uint64_t statsElements(const format::Tensor& t) {
+  const bool complex = t.dtype == format::Dtype::Complex64 || t.dtype == format::Dtype::Complex128;
+  return t.numel() * (complex ? 2 : 1);
+}
+
+format::Stats statsFromBuffer(const at::Tensor& host, uint64_t elements) {
+  double r[kDeviceStatsSize];
+  std::memcpy(r, host.data_ptr(), sizeof r);
   format::Stats s;
   uint64_t counts[3];
   std::memcpy(counts, r + 4, sizeof counts);
@@ -373,13 +393,14 @@ format::Stats statsFromBuffer(const at::Tensor& host) {
   const bool nan = s.nan_count != 0;
   s.min = nan ? q : r[0];
   s.max = nan ? q : r[1];
-  s.mean = nan ? q : r[2];
-  s.norm = nan ? q : r[3];
+  s.mean = nan ? q : elements > 0 ? r[2] / static_cast<double>(elements) : 0.0;
+  s.norm = nan ? q : std::sqrt(r[3]);
   return s;
 }
 
 format::Stats tensorStatsAten(const at::Tensor& tensor) {
-  return statsFromBuffer(deviceStats(tensor).cpu());
+  const uint64_t elements = static_cast<uint64_t>(tensor.numel()) * (tensor.is_complex() ? 2 : 1);
+  return statsFromBuffer(deviceStats(tensor).cpu(), elements);
 }
 
 format::Stats tensorStats(const at::Tensor& t) {

@@ -23,12 +23,17 @@ format::Stats tensorStatsAten(const at::Tensor& t);  // blocking: deviceStats, t
 bool statsReadInPlace(const at::Tensor& t);
 
 // The statistics of `t` as kDeviceStatsSize float64 values on t's device
-// (min, max, mean, norm, then nan count, inf count and checksum as the bits
-// of int64 values), computed by ATen kernels on that device without copying
-// a floating tensor to float64 and without waiting for the device.
+// (min, max, sum, sum of squares, then nan count, inf count and checksum as
+// the bits of int64 values), computed by ATen kernels on that device
+// without waiting for it: about 14 kernel launches for a tensor of up to
+// 2^20 elements (read as one float64 copy), more for larger floating ones
+// (summed in blocks in their own precision, never copied whole).
 constexpr int64_t kDeviceStatsSize = 7;
 at::Tensor deviceStats(const at::Tensor& t);
-// Reads such a buffer once it is on the host.
-format::Stats statsFromBuffer(const at::Tensor& host);
+// The elements the statistics run over: a complex tensor's reals.
+uint64_t statsElements(const format::Tensor& t);
+// Reads such a buffer once it is on the host; `elements` turns the sum into
+// the mean.
+format::Stats statsFromBuffer(const at::Tensor& host, uint64_t elements);
 
 }  // namespace acc::recorder

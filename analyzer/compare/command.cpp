@@ -118,7 +118,7 @@ std::string failingModulesLine(const CompareResult& r) {
     if (m.fail == 0) break;  // failing modules come first
     ++failing;
     if (shown == 5) continue;
-    s += (shown++ ? ", " : " ") + (m.module.empty() ? std::string("(outermost)") : m.module) + " (" +
+    s += (shown++ ? ", " : " ") + moduleLabel(m.module) + " (" +
          std::to_string(m.fail) + " failing, first " + m.first_failing + ")";
   }
   if (failing == 0) return "";

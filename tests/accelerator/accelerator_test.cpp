@@ -154,8 +154,9 @@ TEST(Accelerator, DeviceStatisticsAndDataEqualTheCpus) {
       EXPECT_EQ(t0->stats.inf_count, t1->stats.inf_count) << key;
       EXPECT_EQ(t0->stats.min, t1->stats.min) << key;
       EXPECT_EQ(t0->stats.max, t1->stats.max) << key;
-      // The mean's float64 block sums and float32 norm differ from the
-      // fused pass only by float32 rounding, relative to the tensor's scale.
+      // The device's sums (float64, or float32 blocks for large tensors)
+      // differ from the fused pass at most by float32 rounding, relative to
+      // the tensor's scale.
       double n = 1;
       for (int64_t d : t0->shape) n *= static_cast<double>(d);
       const double rms = t0->stats.norm / std::sqrt(std::max(n, 1.0));
@@ -281,7 +282,7 @@ TEST(Accelerator, StatisticsKernelsPerTensorAreCounted) {
     const double per_tensor = static_cast<double>(added) / static_cast<double>(summarised);
     std::cerr << "level " << level << ": " << added << " kernels for " << summarised << " tensors, "
               << per_tensor << " per tensor\n";
-    EXPECT_LE(per_tensor, std::string(level) == "1" ? 23.5 : 24.5);
+    EXPECT_LE(per_tensor, std::string(level) == "1" ? 15.5 : 16.5);
   }
 }
 
