@@ -15,6 +15,7 @@
 #include "format/record.h"
 #include "recorder/manifest.h"
 #include "recorder/observer.h"
+#include "recorder/python_api.h"
 #include "recorder/torch_compat.h"
 
 namespace acc::recorder {
@@ -102,6 +103,13 @@ Session* Session::start(const env::Config& config, int64_t rank, const std::stri
     std::fprintf(stderr, "acc: recording rank %lld to %s (level %d, passes %s, %s ops)\n",
                  static_cast<long long>(rank), taken.c_str(), config.level,
                  env::passesName(config.passes), config.nested ? "all" : "top-level");
+  }
+  // Module paths and gradients come from torch's Python module hooks: a
+  // program without Python (a C++ libtorch program) has neither.
+  if (!PythonApi::get().available() && (!config.modules.empty() || config.grads)) {
+    std::fprintf(stderr, "acc: %s needs a Python program (module hooks); this one has no Python: %s\n",
+                 !config.modules.empty() ? "ACC_MODULES" : "ACC_GRADS",
+                 !config.modules.empty() ? "no op is recorded" : "no gradient is recorded");
   }
   return s;
 }

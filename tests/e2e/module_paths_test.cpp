@@ -157,6 +157,15 @@ TEST(ModulePaths, CppProgramsRecordNoPaths) {
   for (const auto& op : r.records) EXPECT_FALSE(op.has_module) << op.name;
   RunResult json = analyzer({"list", dir.path(), "--json"});
   EXPECT_NE(json.out.find("\"module\":null"), std::string::npos) << json.out.substr(0, 500);
+  // Selecting by module there says why nothing is recorded.
+  TempDir filtered;
+  c.env = {{"ACC_OUTPUT_DIR", filtered.path()}, {"ACC_MODULES", "fc1"}};
+  RunResult none = run(c);
+  ASSERT_EQ(none.exit_code, 0) << none.err;
+  EXPECT_NE(none.err.find("acc: ACC_MODULES needs a Python program (module hooks); this one has no Python: no op is "
+                          "recorded"),
+            std::string::npos)
+      << none.err;
 }
 
 }  // namespace
