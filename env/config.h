@@ -45,8 +45,8 @@ struct Config {
   uint64_t frame_kb = 1024;
   OnFull on_full = OnFull::Wait;
   bool quiet = false;
-  bool eager = false;
-  bool grads = false;  // a grad::{parameter} record per parameter at each optimizer step  // torch.compile turned off (TORCH_COMPILE_DISABLE) so every op is recorded
+  bool eager = false;  // torch.compile turned off (TORCH_COMPILE_DISABLE) so every op is recorded
+  bool grads = false;  // a grad::{parameter} record per parameter at each optimizer step
 
   bool records(Passes pass) const {
     return (static_cast<uint8_t>(passes) & static_cast<uint8_t>(pass)) != 0;

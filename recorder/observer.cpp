@@ -116,8 +116,10 @@ void flushPending(Session& s) {
   if (tls.pending) emitRecord(s, std::move(tls.pending));
 }
 
+// `module`: the op's module path (a backward record's forward op's), null
+// when unknown; records carry one whenever the module hooks are in.
 std::unique_ptr<CapturedOp> newRecord(Session& s, std::string name, std::string op, Pass pass,
-                                       uint64_t number, int64_t step) {
+                                       uint64_t number, int64_t step, const std::string* module) {
   auto r = std::make_unique<CapturedOp>();
   r->index = s.nextIndex();
   r->name = std::move(name);
@@ -128,6 +130,10 @@ std::unique_ptr<CapturedOp> newRecord(Session& s, std::string name, std::string 
   r->depth = static_cast<uint32_t>(tls.depth - 1);
   r->thread = compat::currentThreadId();
   r->start_ns = nowNs();
+  if (PythonHooks::instance().installed()) {
+    r->has_module = true;
+    if (module != nullptr) r->module = *module;
+  }
   if (s.config().stack != env::StackMode::None) r->stack_id = s.stacks().capture();
   return r;
 }
@@ -298,12 +304,8 @@ void startForward(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
   }
   if (name.empty()) name = forwardName(op, ctx.number);
   s.numerics().onRecordedOp();
-  ctx.record = newRecord(s, std::move(name), std::string(op), Pass::Forward, ctx.number, ctx.step);
+  ctx.record = newRecord(s, std::move(name), std::string(op), Pass::Forward, ctx.number, ctx.step, &module);
   ctx.record->sequence_nr = fn.seqNr();
-  if (PythonHooks::instance().installed()) {
-    ctx.record->has_module = true;
-    ctx.record->module = module;
-  }
   if (s.config().level >= 2) {
     // Replay (replay/) needs the exact overload; its lookup copies two
     // strings, so only level 2, which records the data replay needs too.
@@ -362,14 +364,10 @@ void startBackward(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
     s.counts().skipped.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  ctx.record = newRecord(s, std::move(name), std::move(op), Pass::Backward, n, step);
+  ctx.record = newRecord(s, std::move(name), std::move(op), Pass::Backward, n, step, module);
   ctx.record->grad_fn = node;
   ctx.record->forward_name = std::move(forward_name);
   ctx.record->sequence_nr = fn.seqNr();
-  if (PythonHooks::instance().installed()) {
-    ctx.record->has_module = true;
-    if (module != nullptr) ctx.record->module = *module;
-  }
   ctx.hooked = link.hooked;
   ctx.backward_seq = seq;
   // Gradients flowing in are those of the forward op's outputs.

@@ -36,7 +36,7 @@ struct PythonApi {
   void (*decref)(Obj) = nullptr;
   Obj (*err_occurred)() = nullptr;
   void (*err_clear)() = nullptr;
-  // Running code (recorder/module_paths.cpp).
+  // Running code (recorder/python_hooks.cpp).
   Obj (*module_dict)() = nullptr;  // sys.modules, borrowed
   Obj (*dict_new)() = nullptr;
   Obj (*dict_get)(Obj, const char*) = nullptr;  // borrowed

@@ -11,7 +11,10 @@ std::vector<ModuleSummary> summarizeModules(const std::vector<RecordComparison>&
   std::map<std::string, size_t> at;  // module -> index in `out`
   std::vector<ModuleSummary> out;
   std::vector<size_t> first_seen;
-  std::vector<std::tuple<int64_t, uint64_t, int64_t>> first_fail;  // step, index, rank
+  // When a module's first failure ran: step, then index, then rank.
+  const auto firstFail = [](const ModuleSummary& m) {
+    return std::make_tuple(m.first_failing_step, m.first_failing_index, m.first_failing_rank);
+  };
   for (size_t i = 0; i < records.size(); ++i) {
     const RecordComparison& r = records[i];
     if (!r.has_module || isGradientRecord(r)) continue;  // gradients have their own map
@@ -20,7 +23,6 @@ std::vector<ModuleSummary> summarizeModules(const std::vector<RecordComparison>&
       out.push_back({});
       out.back().module = r.module;
       first_seen.push_back(i);
-      first_fail.emplace_back(0, 0, 0);
     }
     ModuleSummary& m = out[it->second];
     ++m.records;
@@ -32,9 +34,7 @@ std::vector<ModuleSummary> summarizeModules(const std::vector<RecordComparison>&
     }
     if (r.verdict != Verdict::Fail) continue;
     ++m.fail;
-    const auto when = std::make_tuple(r.step, r.index0, r.rank);
-    if (m.first_failing.empty() || when < first_fail[it->second]) {
-      first_fail[it->second] = when;
+    if (m.first_failing.empty() || std::make_tuple(r.step, r.index0, r.rank) < firstFail(m)) {
       m.first_failing = r.name;
       m.first_failing_step = r.step;
       m.first_failing_rank = r.rank;
@@ -46,7 +46,7 @@ std::vector<ModuleSummary> summarizeModules(const std::vector<RecordComparison>&
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     const bool fa = out[a].fail > 0, fb = out[b].fail > 0;
     if (fa != fb) return fa;
-    if (fa) return first_fail[a] < first_fail[b];
+    if (fa) return firstFail(out[a]) < firstFail(out[b]);
     return first_seen[a] < first_seen[b];
   });
   std::vector<ModuleSummary> sorted;

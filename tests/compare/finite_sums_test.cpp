@@ -22,6 +22,7 @@ void expectSame(const FiniteSums& a, const FiniteSums& b) {
   EXPECT_EQ(a.finite, b.finite);
   EXPECT_EQ(a.within1, b.within1);
   EXPECT_EQ(a.within5, b.within5);
+  EXPECT_EQ(a.sign_differs, b.sign_differs);
   // Bit-identical, not merely close.
   for (auto [x, y] : {std::pair{a.sum_abs, b.sum_abs}, {a.sum_sq, b.sum_sq}, {a.sum_b2, b.sum_b2},
                       {a.sum_t2, b.sum_t2}, {a.dot, b.dot}, {a.max_abs, b.max_abs}, {a.max_rel, b.max_rel},
