@@ -27,6 +27,30 @@ constexpr const char* kUsage =
 
 std::string num(double v) { return numberText(v, "%.6g"); }
 
+// The NaN/Inf watch's outcome (manifest "watch", ACC_WATCH=naninf).
+std::string watchText(const nlohmann::json& w) {
+  auto list = [&](const char* key) {
+    std::string out;
+    if (w.contains(key) && w[key].is_array()) {
+      for (const nlohmann::json& p : w[key]) out += (out.empty() ? "" : ", ") + p.dump();
+    }
+    return out;
+  };
+  const std::string status = w.value("status", std::string());
+  const std::string watched = std::to_string(w.value("ops_watched", uint64_t{0})) + " ops watched";
+  const std::string where = w.value("record", std::string("?")) + " (step " +
+                            std::to_string(w.value("step", int64_t{0})) + ")";
+  if (status == "found") {
+    return "watch: " + where + " made the first NaN/Inf, in output " + list("nonfinite_outputs") +
+           ", from finite inputs; " + watched;
+  }
+  if (status == "handed_in") {
+    return "watch: the first NaN/Inf was handed to " + where + " in input " + list("nonfinite_inputs") +
+           ", made by no op the watch saw; " + watched;
+  }
+  return "watch: no NaN/Inf in " + watched;
+}
+
 void printHuman(const format::OpRecord& r, const std::map<uint64_t, format::StackRecord>& stacks,
                 bool with_stacks) {
   std::printf("%6llu  step %-3lld %s", static_cast<unsigned long long>(r.index),
@@ -106,6 +130,7 @@ int listCommand(const std::vector<std::string>& args) {
                     rank.manifest.contains("config") ? rank.manifest["config"].value("level", nlohmann::json()).dump().c_str() : "?",
                     rank.manifest.value("format_version", nlohmann::json("?")).dump().c_str(), records.size(),
                     data_text.c_str(), status.c_str());
+        if (rank.manifest.contains("watch")) std::printf("  %s\n", watchText(rank.manifest["watch"]).c_str());
       }
       for (const format::OpRecord& r : records) {
         if (json) {

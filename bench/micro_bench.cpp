@@ -20,6 +20,7 @@
 
 #include "format/frame.h"
 #include "format/record.h"
+#include "recorder/finite_check.h"
 #include "recorder/ring_buffer.h"
 #include "recorder/tensor_capture.h"
 #include "recorder/tensor_stats.h"
@@ -91,7 +92,17 @@ void BM_CaptureTensor(benchmark::State& state) {
   state.counters["elements"] = static_cast<double>(t.numel());
 }
 
+// ACC_WATCH=naninf's check of a CPU output (recorder/finite_check.h): a
+// scan of exponent bits, float32 and bfloat16, all finite (the whole scan).
+void BM_HostAllFinite(benchmark::State& state) {
+  at::Tensor t = floatTensor(state.range(0));
+  if (state.range(1) == 16) t = t.to(at::kBFloat16);
+  for (auto _ : state) benchmark::DoNotOptimize(acc::recorder::hostAllFinite(t));
+  setBytes(state, t);
+}
+
 #define ACC_SIZES Arg(1 << 10)->Arg(1 << 16)->Arg(1 << 20)->Arg(1 << 24)
+BENCHMARK(BM_HostAllFinite)->ArgNames({"numel", "bits"})->ArgsProduct({{1 << 10, 1 << 16, 1 << 20, 1 << 24}, {32, 16}});
 BENCHMARK(BM_TensorStats)->ACC_SIZES;
 BENCHMARK(BM_TensorStatsAten)->ACC_SIZES;
 BENCHMARK(BM_TensorStatsStrided)->Arg(14)->Arg(56);

@@ -14,6 +14,7 @@ output says so.
 
   /usr/bin/python3 bench/overhead.py
   /usr/bin/python3 bench/overhead.py --script examples/mlp_train.py --levels 1
+  /usr/bin/python3 bench/overhead.py --levels watch     # ACC_WATCH=naninf
   /usr/bin/python3 bench/overhead.py --json --keep /tmp/acc-bench
 
 This file needs only the standard library: it may run under any Python 3.
@@ -100,13 +101,15 @@ def clean_env():
 
 
 def parse_levels(text):
+    """ACC_LEVEL values, and "watch": a run under ACC_WATCH=naninf."""
     levels = []
     for part in text.split(","):
         part = part.strip()
-        if part not in ("0", "1", "2"):
+        if part not in ("0", "1", "2", "watch"):
             raise ValueError(part)
-        if int(part) not in levels:
-            levels.append(int(part))
+        level = part if part == "watch" else int(part)
+        if level not in levels:
+            levels.append(level)
     return levels
 
 
@@ -160,8 +163,11 @@ def run_once(args, python, script_path, config, run_index, out_root):
     if config["level"] is not None:
         out_dir = os.path.join(out_root, f"{config['name'].replace(' ', '')}-run{run_index}")
         preload = ":".join(p for p in (args.lib, env.get("LD_PRELOAD", "")) if p)
-        acc = {"LD_PRELOAD": preload, "ACC_ENABLE": "1", "ACC_LEVEL": str(config["level"]),
-               "ACC_OUTPUT_DIR": out_dir, "ACC_QUIET": "1"}
+        acc = {"LD_PRELOAD": preload, "ACC_ENABLE": "1", "ACC_OUTPUT_DIR": out_dir, "ACC_QUIET": "1"}
+        if config["level"] == "watch":
+            acc["ACC_WATCH"] = "naninf"
+        else:
+            acc["ACC_LEVEL"] = str(config["level"])
         env.update(acc)
         shown_env += [f"{k}={v}" for k, v in acc.items()]
     label = f"{config['name']} run {run_index + 1}"
@@ -273,7 +279,8 @@ def main(argv):
     parser.add_argument("--script", default=DEFAULT_SCRIPT,
                         help=f"training script, relative to the repo root or absolute (default {DEFAULT_SCRIPT}; "
                              "or examples/transformer_train.py, examples/mlp_train.py)")
-    parser.add_argument("--levels", default="0,1,2", help="ACC_LEVEL values to record at (default 0,1,2)")
+    parser.add_argument("--levels", default="0,1,2",
+                        help="ACC_LEVEL values to record at, and 'watch' for ACC_WATCH=naninf (default 0,1,2)")
     parser.add_argument("--repeats", type=int, default=3, help="runs per configuration (default 3)")
     parser.add_argument("--steps", type=int, default=4,
                         help="training steps per run, RESNET_STEPS / MLP_STEPS (default 4; step 0 is not timed)")
@@ -300,7 +307,7 @@ def main(argv):
     try:
         levels = parse_levels(args.levels)
     except ValueError as e:
-        usage_error(parser, f"--levels: {e} is not 0, 1 or 2 (give a comma-separated list)")
+        usage_error(parser, f"--levels: {e} is not 0, 1, 2 or watch (give a comma-separated list)")
     if args.repeats < 1:
         usage_error(parser, "--repeats must be at least 1")
     if args.steps < 1 or args.batch < 1 or args.size < 1:
@@ -322,7 +329,7 @@ def main(argv):
         return 1
 
     configs = [{"name": "unrecorded", "level": None}] + \
-              [{"name": f"level {lv}", "level": lv} for lv in levels]
+              [{"name": "watch naninf" if lv == "watch" else f"level {lv}", "level": lv} for lv in levels]
     passed_acc = sorted(f"{k}={v}" for k, v in os.environ.items()
                         if k.startswith("ACC_") and k not in RUNNER_VARIABLES and k != "ACC_PYTHON")
     command_line = " ".join(shlex.quote(x) for x in [sys.executable, os.path.abspath(__file__)] + argv)

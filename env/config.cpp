@@ -6,7 +6,10 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <optional>
+#include <utility>
+#include <vector>
 
 extern char** environ;
 
@@ -149,6 +152,9 @@ const std::vector<Variable>& variables() {
       {"ACC_ON_FULL", "wait", "wait (the op waits for the writer) or drop (count and drop)"},
       {"ACC_QUIET", "0", "0 or 1: 1 silences the start and end lines on stderr"},
       {"ACC_GRADS", "0", "0 or 1: 1 records each parameter's gradient at every optimizer step (grad::{parameter})"},
+      {"ACC_WATCH", "off", "off or naninf: naninf watches every op and writes only the first that makes a NaN or infinity from finite inputs"},
+      {"ACC_WATCH_CONTEXT", "64", "an integer 0..100000: ops before the watch's find whose metadata is written with it"},
+      {"ACC_WATCH_ABORT", "0", "0 or 1: 1 stops the program (exit status 3) once the watch has found and written its op"},
       {"ACC_EAGER", "0", "0 or 1: 1 turns torch.compile off for the run, so every op is recorded"},
   };
   return table;
@@ -171,6 +177,19 @@ ParseResult parse(const Lookup& lookup, char** environment) {
       auto i = parseInt(v, min, max);
       if (i) out = static_cast<std::remove_reference_t<decltype(out)>>(*i);
       return i.has_value();
+    };
+  };
+  // One of some names (any case), each standing for a value of `out`'s enum.
+  auto oneOf = [](auto& out, std::initializer_list<std::pair<const char*, std::remove_reference_t<decltype(out)>>> names) {
+    return [&out, choices = std::vector(names)](const std::string& v) {
+      const std::string m = lower(v);
+      for (const auto& [name, value] : choices) {
+        if (m == name) {
+          out = value;
+          return true;
+        }
+      }
+      return false;
     };
   };
 
@@ -238,15 +257,10 @@ ParseResult parse(const Lookup& lookup, char** environment) {
     }
     return true;
   });
-  p.field("ACC_STACK", [&](const std::string& v) {
-    std::string m = lower(v);
-    if (m == "none") c.stack = StackMode::None;
-    else if (m == "python") c.stack = StackMode::Python;
-    else if (m == "native") c.stack = StackMode::Native;
-    else if (m == "both") c.stack = StackMode::Both;
-    else return false;
-    return true;
-  });
+  p.field("ACC_STACK", oneOf(c.stack, {{"none", StackMode::None},
+                                        {"python", StackMode::Python},
+                                        {"native", StackMode::Native},
+                                        {"both", StackMode::Both}}));
   p.field("ACC_NESTED", boolean(c.nested));
   p.field("ACC_DEDUP", boolean(c.dedup));
   p.field("ACC_BUFFER_MB", integer(c.buffer_mb, 1, 65536));
@@ -258,16 +272,30 @@ ParseResult parse(const Lookup& lookup, char** environment) {
     return true;
   });
   p.field("ACC_FRAME_KB", integer(c.frame_kb, 16, 65536));
-  p.field("ACC_ON_FULL", [&](const std::string& v) {
-    std::string m = lower(v);
-    if (m == "wait") c.on_full = OnFull::Wait;
-    else if (m == "drop") c.on_full = OnFull::Drop;
-    else return false;
-    return true;
-  });
+  p.field("ACC_ON_FULL", oneOf(c.on_full, {{"wait", OnFull::Wait}, {"drop", OnFull::Drop}}));
   p.field("ACC_QUIET", boolean(c.quiet));
   p.field("ACC_EAGER", boolean(c.eager));
   p.field("ACC_GRADS", boolean(c.grads));
+  p.field("ACC_WATCH", oneOf(c.watch, {{"off", Watch::Off}, {"naninf", Watch::NanInf}}));
+  const size_t errors_before_watch = result.errors.size();
+  p.field("ACC_WATCH_CONTEXT", integer(c.watch_context, 0, 100000));
+  p.field("ACC_WATCH_ABORT", boolean(c.watch_abort));
+  // The watch reads every op's inputs and outputs and writes nothing but
+  // its find: settings that contradict that are refused, not ignored (a
+  // value already refused above is not refused twice).
+  auto conflict = [&](const char* name, const char* why) {
+    result.errors.push_back(std::string("acc: ") + name + " cannot be combined with ACC_WATCH=naninf (" + why + ")");
+  };
+  if (c.watch == Watch::NanInf) {
+    if (!c.inputs) conflict("ACC_INPUTS=0", "the watch checks every op's inputs");
+    if (!c.outputs) conflict("ACC_OUTPUTS=0", "the watch checks every op's outputs");
+    if (c.grads) conflict("ACC_GRADS=1", "the watch writes nothing until it finds its op");
+  } else if (result.errors.size() == errors_before_watch) {
+    const char* set = lookup("ACC_WATCH_ABORT") != nullptr    ? "ACC_WATCH_ABORT"
+                      : lookup("ACC_WATCH_CONTEXT") != nullptr ? "ACC_WATCH_CONTEXT"
+                                                               : nullptr;
+    if (set != nullptr) result.errors.push_back(std::string("acc: ") + set + " is set but ACC_WATCH is not naninf; allowed: set ACC_WATCH=naninf with it, or unset it");
+  }
 
   for (char** e = environment; e != nullptr && *e != nullptr; ++e) {
     if (std::strncmp(*e, "ACC_", 4) != 0) continue;
@@ -302,6 +330,8 @@ const char* passesName(Passes passes) {
   }
   return "?";
 }
+
+const char* watchName(Watch watch) { return watch == Watch::NanInf ? "naninf" : "off"; }
 
 const char* stackModeName(StackMode mode) {
   switch (mode) {

@@ -14,6 +14,7 @@ namespace acc::env {
 enum class Passes : uint8_t { Forward = 1, Backward = 2, Both = 3 };
 enum class StackMode : uint8_t { None = 0, Python = 1, Native = 2, Both = 3 };
 enum class OnFull : uint8_t { Wait, Drop };
+enum class Watch : uint8_t { Off, NanInf };
 
 // Inclusive ranges of training-step numbers; empty means every step.
 struct StepSet {
@@ -47,6 +48,12 @@ struct Config {
   bool quiet = false;
   bool eager = false;  // torch.compile turned off (TORCH_COMPILE_DISABLE) so every op is recorded
   bool grads = false;  // a grad::{parameter} record per parameter at each optimizer step
+  // ACC_WATCH=naninf: only the first op that makes a non-finite value from
+  // finite inputs is written (level 2), with the metadata of the
+  // watch_context ops before it (recorder/watch.h).
+  Watch watch = Watch::Off;
+  uint64_t watch_context = 64;
+  bool watch_abort = false;  // exit once it is found
 
   bool records(Passes pass) const {
     return (static_cast<uint8_t>(passes) & static_cast<uint8_t>(pass)) != 0;
@@ -82,5 +89,6 @@ int64_t processRank(const Lookup& lookup);
 
 const char* passesName(Passes passes);
 const char* stackModeName(StackMode mode);
+const char* watchName(Watch watch);
 
 }  // namespace acc::env

@@ -6,6 +6,8 @@
 #include <c10/core/Device.h>
 #include <c10/core/Event.h>
 
+#include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "format/record.h"
@@ -21,12 +23,25 @@ struct DeviceValues {
   at::Tensor data;    // host, the tensor's bytes in row-major order (level 2), or undefined
 };
 
+// What ACC_WATCH keeps of a watched op until its outputs are judged
+// (watch.h): the op's tensors, one per entry of `tensors`, with their
+// versions when captured, and what an in-place op's overwritten input held
+// before the op ran.
+struct WatchHold {
+  std::vector<at::Tensor> tensors;
+  std::vector<uint32_t> versions;
+  std::vector<size_t> overwritten;           // indices in `tensors`
+  std::vector<int8_t> overwritten_nonfinite; // per entry: 0 or 1 (CPU), -1 (device: below)
+  std::vector<at::Tensor> overwritten_extremes;  // 2 per device entry, in order
+};
+
 struct CapturedOp : format::OpRecord {
   std::vector<DeviceValues> device_values;
   std::vector<c10::Device> unmarked;  // devices with copies that no event follows yet
   std::vector<c10::Event> events;     // one per device and capture batch
   // Contents this record defines: referable once it is queued.
   std::vector<ContentStore::Pending> contents;
+  std::unique_ptr<WatchHold> watch;  // ACC_WATCH only
 
   bool inFlight() const { return !device_values.empty(); }
 };

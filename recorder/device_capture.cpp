@@ -30,9 +30,6 @@ bool pinnedFor(c10::DeviceType type) {
   return ok;
 }
 
-at::Tensor hostBuffer(at::IntArrayRef sizes, at::ScalarType dtype, c10::DeviceType from) {
-  return at::empty(sizes, at::TensorOptions().dtype(dtype).pinned_memory(pinnedFor(from)));
-}
 
 class InFlightOp final : public InFlightRecord {
  public:
@@ -78,6 +75,17 @@ class InFlightOp final : public InFlightRecord {
 
 }  // namespace
 
+at::Tensor hostBuffer(at::IntArrayRef sizes, at::ScalarType dtype, c10::DeviceType from) {
+  return at::empty(sizes, at::TensorOptions().dtype(dtype).pinned_memory(pinnedFor(from)));
+}
+
+c10::Event recordEvent(const c10::Device& device) {
+  const c10::impl::DeviceGuardImplInterface* impl = c10::impl::getDeviceGuardImpl(device.type());
+  c10::Event event(device.type());
+  event.record(impl->getStream(device));
+  return event;
+}
+
 void captureOnDevice(const at::Tensor& t, int level, size_t index, CapturedOp& op) {
   const c10::DeviceType type = t.device().type();
   DeviceValues values;
@@ -98,12 +106,7 @@ void captureOnDevice(const at::Tensor& t, int level, size_t index, CapturedOp& o
 }
 
 void markCopies(CapturedOp& op) {
-  for (const c10::Device& device : op.unmarked) {
-    const c10::impl::DeviceGuardImplInterface* impl = c10::impl::getDeviceGuardImpl(device.type());
-    c10::Event event(device.type());
-    event.record(impl->getStream(device));
-    op.events.push_back(std::move(event));
-  }
+  for (const c10::Device& device : op.unmarked) op.events.push_back(recordEvent(device));
   op.unmarked.clear();
 }
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <ATen/ATen.h>
+#include <c10/core/Event.h>
 
 #include <memory>
 
@@ -24,6 +25,13 @@ void captureOnDevice(const at::Tensor& t, int level, size_t index, CapturedOp& o
 // Records an event on the current stream of each device that has copies
 // queued since the last call: called at the end of each capture batch.
 void markCopies(CapturedOp& op);
+
+// Host memory for values copied from a device of type `from`: pinned where
+// that device's runtime offers it, so the copy does not wait.
+at::Tensor hostBuffer(at::IntArrayRef sizes, at::ScalarType dtype, c10::DeviceType from);
+
+// An event recorded now on `device`'s current stream.
+c10::Event recordEvent(const c10::Device& device);
 
 // The writer's view of an op with device values: arrived when its events
 // have completed; encoding fills the values into the record.

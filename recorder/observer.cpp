@@ -11,11 +11,13 @@
 #include <vector>
 
 #include "recorder/device_capture.h"
+#include "recorder/emit_record.h"
 #include "recorder/module_paths.h"
 #include "recorder/python_hooks.h"
 #include "recorder/session.h"
 #include "recorder/tensor_capture.h"
 #include "recorder/torch_compat.h"
+#include "recorder/watch.h"
 
 namespace acc::recorder::observer {
 namespace {
@@ -56,7 +58,7 @@ uint64_t nowNs() {
                                    .count());
 }
 
-void emitRecord(Session& s, std::unique_ptr<CapturedOp> record);
+void finishRecord(Session& s, std::unique_ptr<CapturedOp> record);
 
 struct ThreadState {
   int depth = 0;         // ops (and autograd nodes) entered on this thread
@@ -72,7 +74,7 @@ struct ThreadState {
   ~ThreadState() {
     // A node whose hook never ran (its backward threw) still gets recorded.
     Session* s = Session::active();
-    if (pending && s != nullptr) emitRecord(*s, std::move(pending));
+    if (pending && s != nullptr) finishRecord(*s, std::move(pending));
   }
 };
 thread_local ThreadState tls;
@@ -94,26 +96,18 @@ struct OpContext : at::ObserverContext {
   uint64_t backward_seq = 0;
 };
 
-void emitRecord(Session& s, std::unique_ptr<CapturedOp> record) {
-  s.counts().recorded.fetch_add(1, std::memory_order_relaxed);
-  std::vector<ContentStore::Pending> contents = std::move(record->contents);
-  bool queued;
-  if (record->inFlight()) {
-    // Device values are still being copied: the writer completes it.
-    queued = s.emit(inFlight(std::move(record)));
+// Where a finished record goes: to the writer, or to the NaN/Inf watch,
+// which judges it and writes only what it finds.
+void finishRecord(Session& s, std::unique_ptr<CapturedOp> record) {
+  if (Watch* watch = s.watch()) {
+    watch->finish(s, std::move(record));
   } else {
-    std::unique_ptr<QueuedRecord> item = s.blankRecord();
-    format::encode(*record, item->bytes);
-    format::appendData(*record, item->bytes);
-    queued = s.emit(std::move(item));
+    emitRecord(s, std::move(record));
   }
-  // Later records may refer to its contents only once it is in the queue,
-  // ahead of them (a dropped record defines nothing).
-  if (queued && s.contents() != nullptr) s.contents()->publish(contents);
 }
 
 void flushPending(Session& s) {
-  if (tls.pending) emitRecord(s, std::move(tls.pending));
+  if (tls.pending) finishRecord(s, std::move(tls.pending));
 }
 
 // `module`: the op's module path (a backward record's forward op's), null
@@ -135,6 +129,7 @@ std::unique_ptr<CapturedOp> newRecord(Session& s, std::string name, std::string 
     if (module != nullptr) r->module = *module;
   }
   if (s.config().stack != env::StackMode::None) r->stack_id = s.stacks().capture();
+  if (s.watch() != nullptr) r->watch = std::make_unique<WatchHold>();
   return r;
 }
 
@@ -142,13 +137,16 @@ void captureAll(Session& s, c10::ArrayRef<const c10::IValue> values, Role role, 
   // Capture takes the guard (CaptureGuard: acc's own ops unobserved and out
   // of autograd) only for tensors whose values it reads through ops.
   Capture capture;
-  capture.level = s.config().level;
+  // The watch keeps metadata and holds the tensors; it captures values
+  // only for the op it finds.
+  capture.level = r.watch ? 0 : s.config().level;
+  capture.hold = r.watch.get();
   capture.devices = [&s](const std::string& d) {
     if (d == tls.last_device) return;
     s.noteDevice(d);
     tls.last_device = d;
   };
-  capture.contents = s.contents();
+  capture.contents = r.watch ? nullptr : s.contents();
   if (role == Role::Output && outputsUninitialized(r.op)) {
     capture.uninitialized = [](const at::Tensor&) { return true; };
   } else if (role == Role::Input || role == Role::Output) {
@@ -214,7 +212,7 @@ class GradOutHook : public compat::PostHook {
     } catch (...) {
       s->counts().capture_errors.fetch_add(1, std::memory_order_relaxed);
     }
-    emitRecord(*s, std::move(tls.pending));
+    finishRecord(*s, std::move(tls.pending));
     return outputs;
   }
 
@@ -316,6 +314,7 @@ void startForward(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
   }
   // Inputs are read now, before an in-place op overwrites them.
   if (s.config().inputs) captureAll(s, fn.inputs(), Role::Input, *ctx.record);
+  if (Watch* watch = s.watch()) watch->noteOverwrittenInputs(*ctx.record);
 }
 
 void endForward(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
@@ -335,7 +334,7 @@ void endForward(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
     captureAll(s, c10::ArrayRef<const c10::IValue>(outputs.data(), outputs.size()), Role::Output, *ctx.record);
   }
   ctx.record->end_ns = nowNs();
-  emitRecord(s, std::move(ctx.record));
+  finishRecord(s, std::move(ctx.record));
 }
 
 void startBackward(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
@@ -383,7 +382,7 @@ void endBackward(Session& s, OpContext& ctx) {
     tls.pending = std::move(ctx.record);
     tls.pending_seq = ctx.backward_seq;
   } else {
-    emitRecord(s, std::move(ctx.record));
+    finishRecord(s, std::move(ctx.record));
   }
 }
 

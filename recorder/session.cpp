@@ -67,7 +67,8 @@ Session::Session(const env::Config& config, int64_t rank, std::string dir)
       dir_(std::move(dir)),
       pid_(::getpid()),
       start_ns_(unixNowNs()),
-      selector_(config) {}
+      selector_(config),
+      watch_(config.watch == env::Watch::NanInf ? std::make_unique<Watch>(config) : nullptr) {}
 
 Session* Session::active() { return g_active.load(std::memory_order_acquire); }
 
@@ -99,7 +100,13 @@ Session* Session::start(const env::Config& config, int64_t rank, const std::stri
   observer::install();
   std::atexit(&Session::stop);
   pthread_atfork(nullptr, nullptr, &forgetInChild);
-  if (!config.quiet) {
+  if (!config.quiet && s->watch_) {
+    std::fprintf(stderr,
+                 "acc: watching rank %lld for the first NaN/Inf (ACC_WATCH=naninf, passes %s, %s ops); "
+                 "it and the %llu ops before it go to %s\n",
+                 static_cast<long long>(rank), env::passesName(config.passes), config.nested ? "all" : "top-level",
+                 static_cast<unsigned long long>(config.watch_context), taken.c_str());
+  } else if (!config.quiet) {
     std::fprintf(stderr, "acc: recording rank %lld to %s (level %d, passes %s, %s ops)\n",
                  static_cast<long long>(rank), taken.c_str(), config.level,
                  env::passesName(config.passes), config.nested ? "all" : "top-level");
@@ -120,8 +127,12 @@ void Session::stop() {
   g_session = nullptr;
   g_active.store(nullptr, std::memory_order_release);
   observer::uninstall();
+  if (s->watch_) s->watch_->drain(*s);
   s->writer_->stop();
   s->writeManifest("complete");
+  if (s->watch_ && !s->config_.quiet && !s->watch_->summary().empty()) {
+    std::fprintf(stderr, "%s\n", s->watch_->summary().c_str());
+  }
   if (!s->config_.quiet) {
     WriterCounts w = s->writer_->counts();
     std::fprintf(stderr, "acc: rank %lld: %llu records written, %llu dropped, %llu lost to %s%s%s\n",
@@ -187,6 +198,7 @@ void Session::writeManifest(const char* status) {
       {"contents", contents_.countsJson()},
       {"io_error", writer_->ioError()},
   };
+  if (watch_) m["watch"] = watch_->toJson();
   writeManifestFile(dir_, m);
 }
 

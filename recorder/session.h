@@ -17,6 +17,7 @@
 #include "recorder/selector.h"
 #include "recorder/uninitialized_memory.h"
 #include "recorder/stack_registry.h"
+#include "recorder/watch.h"
 #include "recorder/writer.h"
 
 namespace acc::recorder {
@@ -44,6 +45,9 @@ class Session {
   StackRegistry& stacks() { return *stacks_; }
   SessionCounts& counts() { return counts_; }
   NumericSettings& numerics() { return numerics_; }
+  // The NaN/Inf watch (ACC_WATCH=naninf), null when off.
+  Watch* watch() { return watch_.get(); }
+  const std::string& dir() const { return dir_; }
   // Null when ACC_DEDUP=0 or at level 0 (no values to deduplicate).
   ContentStore* contents() { return config_.dedup && config_.level >= 1 ? &contents_ : nullptr; }
 
@@ -78,6 +82,7 @@ class Session {
   SessionCounts counts_;
   NumericSettings numerics_;
   ContentStore contents_;
+  std::unique_ptr<Watch> watch_;
   std::atomic<int64_t> step_{0};
   std::atomic<uint64_t> forward_numbers_{0};
   std::atomic<uint64_t> unlinked_numbers_{0};

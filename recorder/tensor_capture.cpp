@@ -7,6 +7,7 @@
 
 #include "recorder/device_capture.h"
 #include "recorder/tensor_stats.h"
+#include "recorder/torch_compat.h"
 
 namespace acc::recorder {
 namespace {
@@ -66,6 +67,12 @@ bool outputsUninitialized(std::string_view op) {
     if (op == name) return true;
   }
   return false;
+}
+
+uint32_t versionOf(const at::Tensor& t) {
+  const c10::TensorImpl& impl = *t.unsafeGetTensorImpl();
+  if (compat::versionCounterIdentity(impl) == nullptr) return kNoVersion;
+  return impl.version_counter().current_version();
 }
 
 bool readable(const at::Tensor& t) {
@@ -131,6 +138,10 @@ void captureValue(const c10::IValue& value, format::Role role, uint32_t position
       captureOnDevice(t, level, record.tensors.size() - 1, record);
     }
     if (capture.devices) capture.devices(record.tensors.back().device);
+    if (capture.hold != nullptr) {
+      capture.hold->tensors.push_back(t);
+      capture.hold->versions.push_back(versionOf(t));
+    }
   };
   if (value.isTensor()) {
     add(value.toTensor(), 0);

@@ -36,6 +36,7 @@ struct Capture {
   // True for a tensor holding uninitialized memory: metadata only, flagged.
   std::function<bool(const at::Tensor&)> uninitialized;
   ContentStore* contents = nullptr;  // null: every tensor captured whole
+  WatchHold* hold = nullptr;  // ACC_WATCH: each tensor captured is held here too
   // Held from the first tensor whose capture calls ops to the end of the
   // batch. Most tensors are read straight from memory, and on torch 1.13
   // each guard rebuilds the thread's callback list twice.
@@ -55,6 +56,11 @@ bool outputsUninitialized(std::string_view op);  // called at the end of every t
 // Metadata of any tensor; statistics and data too for a CPU tensor.
 format::Tensor captureTensor(const at::Tensor& t, format::Role role, uint32_t position,
                              uint32_t item, int level);
+
+// The version of t's autograd version counter; kNoVersion for tensors
+// without one (inference tensors, tensors inside a kernel).
+constexpr uint32_t kNoVersion = UINT32_MAX;
+uint32_t versionOf(const at::Tensor& t);
 
 // Whether acc can read the values of `t`: strided, a known element type, not
 // quantized, and with memory of its own (not meta, fake or a wrapper).

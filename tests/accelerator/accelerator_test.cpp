@@ -15,26 +15,11 @@
 #include <map>
 #include <memory>
 
+#include "tests/accelerator/device_train_env.h"
 #include "tests/e2e/harness.h"
 
 namespace acc::test {
 namespace {
-
-using Env = std::map<std::string, std::string>;
-
-std::string script() { return testScript("device_train.py"); }
-
-Env onDevice(Env env = {}) {
-  env["DEVICE"] = "testdev";
-  env["TESTDEV_LIB"] = ACC_TESTDEV_LIB;
-  return env;
-}
-
-nlohmann::json counters(const std::string& out) {
-  const auto at = out.find("counters ");
-  if (at == std::string::npos) return nullptr;
-  return nlohmann::json::parse(out.substr(at + 9, out.find('\n', at) - at - 9));
-}
 
 struct Recorded {
   TempDir dir;

@@ -16,7 +16,9 @@
 //    2000) after they are recorded, as a device running behind the host
 //    would, so a caller that does not wait for them sees them incomplete;
 //  - TESTDEV_WRONG_OP=name (e.g. gelu): that op's first output is scaled by
-//    (1 + TESTDEV_WRONG_SCALE, default 1e-3), a slightly wrong kernel;
+//    (1 + TESTDEV_WRONG_SCALE, default 1e-3), a slightly wrong kernel; with
+//    TESTDEV_NAN_CALL=N instead, the op's calls are right but the Nth
+//    (from 0) writes a NaN into its first output's first element;
 //  - TESTDEV_SUM_ORDER=reverse: sum() adds in reverse order, a right kernel
 //    that rounds differently;
 //  - TESTDEV_MATMUL=tf32: mm, addmm and bmm round their float32 factors to
@@ -38,6 +40,7 @@
 #include <cstdint>
 #include <atomic>
 #include <chrono>
+#include <limits>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -276,7 +279,12 @@ void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     }
   }
   std::vector<c10::IValue> original(stack->begin() + static_cast<std::ptrdiff_t>(first), stack->end());
-  for (size_t i = first; i < stack->size(); ++i) (*stack)[i] = toHost((*stack)[i]);
+  // The CPU aliases stay owned here until the results are handed back: a
+  // boxed out= kernel returning several Tensor& (aminmax.out) drops its
+  // arguments before it copies the references it returns, so an alias the
+  // stack alone owned would be read after it was freed.
+  std::vector<c10::IValue> host(original.size());
+  for (size_t i = first; i < stack->size(); ++i) (*stack)[i] = host[i - first] = toHost((*stack)[i]);
   try {
     op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
   } catch (const c10::Error& e) {
@@ -303,7 +311,8 @@ void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   }
 }
 
-// The wrong kernel: the right one, then its first output scaled slightly.
+// The wrong kernel: the right one, then its first output scaled slightly
+// (or, at call TESTDEV_NAN_CALL, given a NaN).
 void wrongKernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   KernelScope scope;
   const size_t returns = op.schema().returns().size();
@@ -312,10 +321,18 @@ void wrongKernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     const char* v = std::getenv("TESTDEV_WRONG_SCALE");
     return 1.0 + (v && *v ? std::atof(v) : 1e-3);
   }();
+  static const long nan_call = [] {
+    const char* v = std::getenv("TESTDEV_NAN_CALL");
+    return v && *v ? std::atol(v) : -1L;
+  }();
+  static std::atomic<long> calls{0};
   c10::IValue& first = (*stack)[stack->size() - returns];
-  if (first.isTensor() && first.toTensor().is_floating_point()) {
-    at::Tensor host = hostAlias(first.toTensor());
+  if (!first.isTensor() || !first.toTensor().is_floating_point()) return;
+  at::Tensor host = hostAlias(first.toTensor());
+  if (nan_call < 0) {
     host.mul_(scale);
+  } else if (calls++ == nan_call) {
+    host.view(-1)[0].fill_(std::numeric_limits<double>::quiet_NaN());
   }
 }
 

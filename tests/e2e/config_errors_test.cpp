@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <iterator>
+#include <map>
 
 #include "env/config.h"
 #include "tests/e2e/harness.h"
@@ -27,7 +29,8 @@ const BadValue kBadValues[] = {
     {"ACC_ZSTD_LEVEL", "99"},       {"ACC_DATA_ZSTD_LEVEL", "0"},
     {"ACC_FRAME_KB", "1"},          {"ACC_ON_FULL", "crash"},
     {"ACC_QUIET", "loud"},          {"ACC_EAGER", "lazy"},
-    {"ACC_GRADS", "all"},
+    {"ACC_GRADS", "all"},           {"ACC_WATCH", "nan"},
+    {"ACC_WATCH_CONTEXT", "-1"},    {"ACC_WATCH_ABORT", "later"},
 };
 
 TEST(ConfigErrors, EveryVariableHasABadValueAbove) {
@@ -65,6 +68,30 @@ TEST_P(InvalidValue, NamesVariableValueAndAllowedThenRunsUnrecorded) {
 
 INSTANTIATE_TEST_SUITE_P(EveryVariable, InvalidValue, ::testing::ValuesIn(kBadValues),
                          [](const auto& info) { return std::string(info.param.variable); });
+
+// ACC_WATCH refuses settings that contradict it, and its own settings
+// without it, each in one line naming the setting.
+TEST(ConfigErrors, WatchConflictsAreNamedAndTheProgramRunsUnrecorded) {
+  const std::map<std::string, std::string> cases[] = {
+      {{"ACC_WATCH", "naninf"}, {"ACC_GRADS", "1"}},
+      {{"ACC_WATCH", "naninf"}, {"ACC_OUTPUTS", "0"}},
+      {{"ACC_WATCH_ABORT", "1"}},
+  };
+  const char* expected[] = {"acc: ACC_GRADS=1 cannot be combined with ACC_WATCH=naninf (",
+                            "acc: ACC_OUTPUTS=0 cannot be combined with ACC_WATCH=naninf (",
+                            "acc: ACC_WATCH_ABORT is set but ACC_WATCH is not naninf; allowed: "};
+  for (size_t i = 0; i < std::size(cases); ++i) {
+    std::map<std::string, std::string> env = cases[i];
+    env["MLP_STEPS"] = "1";
+    TempDir dir;
+    RunResult r = recordPython(example("mlp_train.py"), dir.path(), env);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, plainOutput());
+    EXPECT_NE(r.err.find(expected[i]), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 2) << r.err;
+    EXPECT_FALSE(exists(dir / "rank0"));
+  }
+}
 
 TEST(ConfigErrors, UnknownVariableIsReportedAndRecordingGoesOn) {
   TempDir dir;

@@ -13,6 +13,10 @@ Options (environment, so the script never changes between runs):
                 torch version and device runs alike (torch 2.x would pick
                 foreach on an accelerator and not on the CPU)
   DTYPE         float32 (default), float64 or bfloat16
+  WRONG_GELU_LIB  a library to load with torch.ops.load_library first: the
+                CPU's wrong gelu kernels of tests/compare/wrong_kernel
+  NAN_DATA      1: the input batch's first element is NaN, written through
+                numpy (no op makes it: the program hands it in); float32 only
 The model and data are made on the CPU from a fixed seed and then moved, so
 every device starts from the same values. Prints one line per step with the
 loss and its seconds, then (on the test accelerator) one line
@@ -36,6 +40,8 @@ def main():
     dtype = getattr(torch, os.environ.get("DTYPE", "float32"))
     device = os.environ.get("DEVICE", "cpu")
     testdev = None
+    if os.environ.get("WRONG_GELU_LIB"):
+        torch.ops.load_library(os.environ["WRONG_GELU_LIB"])
     if device == "testdev":
         import testdev
         device = testdev.load(os.environ["TESTDEV_LIB"])
@@ -48,6 +54,8 @@ def main():
     model = torch.nn.Sequential(*blocks).to(dtype)
     x = torch.randn(batch, 16).to(dtype)
     target = torch.randn(batch, 4).to(dtype)
+    if os.environ.get("NAN_DATA") == "1":
+        x.numpy()[0, 0] = float("nan")
     model = model.to(device)
     x, target = x.to(device), target.to(device)
     foreach = os.environ.get("FOREACH", "0") == "1"

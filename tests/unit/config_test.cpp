@@ -286,7 +286,10 @@ INSTANTIATE_TEST_SUITE_P(
                       InvalidCase{"ACC_DATA_ZSTD_LEVEL", "20"}, InvalidCase{"ACC_DATA_ZSTD_LEVEL", "fast"},
                       InvalidCase{"ACC_FRAME_KB", "15"}, InvalidCase{"ACC_FRAME_KB", "65537"},
                       InvalidCase{"ACC_ON_FULL", "block"}, InvalidCase{"ACC_QUIET", "loud"},
-                      InvalidCase{"ACC_EAGER", "lazy"}, InvalidCase{"ACC_GRADS", "2"}),
+                      InvalidCase{"ACC_EAGER", "lazy"}, InvalidCase{"ACC_GRADS", "2"},
+                      InvalidCase{"ACC_WATCH", "nan"}, InvalidCase{"ACC_WATCH", "inf"},
+                      InvalidCase{"ACC_WATCH_CONTEXT", "-1"}, InvalidCase{"ACC_WATCH_CONTEXT", "100001"},
+                      InvalidCase{"ACC_WATCH_ABORT", "2"}),
     [](const ::testing::TestParamInfo<InvalidCase>& info) {
       return std::string(info.param.name).substr(4) + "_" + std::to_string(info.index);
     });
@@ -298,7 +301,7 @@ TEST(ConfigTest, EveryDocumentedVariableHasAnInvalidCase) {
        {"ACC_ENABLE", "ACC_OUTPUT_DIR", "ACC_LEVEL", "ACC_INPUTS", "ACC_OUTPUTS", "ACC_PASSES",
         "ACC_OP_RANGE", "ACC_OP_LIST", "ACC_MODULES", "ACC_SKIP", "ACC_STEPS", "ACC_RANKS", "ACC_STACK",
         "ACC_NESTED", "ACC_DEDUP", "ACC_BUFFER_MB", "ACC_ZSTD_LEVEL", "ACC_DATA_ZSTD_LEVEL", "ACC_FRAME_KB", "ACC_ON_FULL",
-        "ACC_QUIET", "ACC_EAGER", "ACC_GRADS"}) {
+        "ACC_QUIET", "ACC_EAGER", "ACC_GRADS", "ACC_WATCH", "ACC_WATCH_CONTEXT", "ACC_WATCH_ABORT"}) {
     covered.emplace_back(n);
   }
   for (const Variable& v : variables()) {
@@ -306,6 +309,28 @@ TEST(ConfigTest, EveryDocumentedVariableHasAnInvalidCase) {
     EXPECT_NE(std::string(v.allowed), "") << v.name;
   }
   EXPECT_EQ(variables().size(), covered.size());
+}
+
+TEST(ConfigTest, WatchSettings) {
+  ParseResult off = FakeEnv({}).parse();
+  EXPECT_EQ(off.config.watch, Watch::Off);
+  EXPECT_EQ(off.config.watch_context, 64u);
+  EXPECT_FALSE(off.config.watch_abort);
+  ParseResult on = FakeEnv({{"ACC_WATCH", "NanInf"}, {"ACC_WATCH_CONTEXT", "0"}, {"ACC_WATCH_ABORT", "yes"}}).parse();
+  ASSERT_TRUE(on.ok()) << on.errors.front();
+  EXPECT_EQ(on.config.watch, Watch::NanInf);
+  EXPECT_EQ(on.config.watch_context, 0u);
+  EXPECT_TRUE(on.config.watch_abort);
+  // Settings the watch cannot honour: one line each.
+  ParseResult conflicts =
+      FakeEnv({{"ACC_WATCH", "naninf"}, {"ACC_INPUTS", "0"}, {"ACC_OUTPUTS", "0"}, {"ACC_GRADS", "1"}}).parse();
+  ASSERT_EQ(conflicts.errors.size(), 3u);
+  for (const std::string& e : conflicts.errors) EXPECT_NE(e.find("cannot be combined with ACC_WATCH=naninf"), std::string::npos) << e;
+  // Its own settings without it.
+  ParseResult alone = FakeEnv({{"ACC_WATCH_CONTEXT", "8"}}).parse();
+  ASSERT_EQ(alone.errors.size(), 1u);
+  EXPECT_NE(alone.errors[0].find("ACC_WATCH_CONTEXT is set but ACC_WATCH is not naninf"), std::string::npos);
+  EXPECT_TRUE(FakeEnv({{"ACC_WATCH", "off"}}).parse().ok());
 }
 
 TEST(ConfigTest, SeveralInvalidValuesGiveOneLineEach) {

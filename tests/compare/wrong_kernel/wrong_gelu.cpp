@@ -1,14 +1,18 @@
-// A deliberately wrong CPU kernel for the compare tests: loaded into a
-// recorded Python process with torch.ops.load_library(), it replaces the CPU
-// kernel of aten::gelu (WRONG_GELU unset or "fwd") or of
-// aten::gelu_backward ("bwd") with one that computes the right values and then
-// adds a relative error of about 1e-3. The reference run does not load it.
+// A deliberately wrong CPU kernel for the compare and watch tests: loaded
+// into a recorded Python process with torch.ops.load_library(), it replaces
+// the CPU kernel of aten::gelu (WRONG_GELU unset, "fwd" or "nan-fwd") or of
+// aten::gelu_backward ("bwd" or "nan-bwd") with one that computes the right
+// values and then adds a relative error of about 1e-3 ("fwd", "bwd") or, at
+// its call WRONG_GELU_CALL (from 0), writes a NaN into the first element
+// ("nan-fwd", "nan-bwd": ACC_WATCH's tests). The reference run does not
+// load it.
 #include <torch/library.h>
 #include <ATen/ATen.h>
 
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 
 namespace {
 
@@ -31,8 +35,19 @@ at::Tensor exactGelu(const at::Tensor& x, c10::string_view approximate) {
   return 0.5 * x * (1 + at::erf(x * M_SQRT1_2));
 }
 
+// "nan-fwd" and "nan-bwd": exact values, but a NaN at one call.
+bool g_nan = false;
+long g_nan_call = 0;
+
+at::Tensor damage(at::Tensor exact) {
+  if (!g_nan) return perturb(exact);
+  static long calls = 0;
+  if (calls++ == g_nan_call) exact.view(-1)[0].fill_(std::numeric_limits<double>::quiet_NaN());
+  return exact;
+}
+
 at::Tensor wrongGelu(const at::Tensor& self, c10::string_view approximate) {
-  return perturb(exactGelu(self, approximate));
+  return damage(exactGelu(self, approximate));
 }
 
 at::Tensor wrongGeluBackward(const at::Tensor& grad, const at::Tensor& self, c10::string_view approximate) {
@@ -47,14 +62,17 @@ at::Tensor wrongGeluBackward(const at::Tensor& grad, const at::Tensor& self, c10
     at::Tensor pdf = at::exp(-0.5 * self * self) * (1 / std::sqrt(2 * M_PI));
     derivative = cdf + self * pdf;
   }
-  return perturb(grad * derivative);
+  return damage(grad * derivative);
 }
 
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, CPU, m) {
   const char* which = std::getenv("WRONG_GELU");
-  if (which != nullptr && std::strcmp(which, "bwd") == 0) {
+  const char* call = std::getenv("WRONG_GELU_CALL");
+  g_nan = which != nullptr && std::strncmp(which, "nan-", 4) == 0;
+  g_nan_call = call != nullptr ? std::atol(call) : 0;
+  if (which != nullptr && (std::strcmp(which, "bwd") == 0 || std::strcmp(which, "nan-bwd") == 0)) {
     m.impl("gelu_backward", TORCH_FN(wrongGeluBackward));
   } else {
     m.impl("gelu", TORCH_FN(wrongGelu));

@@ -1,0 +1,389 @@
+#include "recorder/watch.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <string_view>
+#include <thread>
+
+#include "recorder/device_capture.h"
+#include "recorder/emit_record.h"
+#include "recorder/finite_check.h"
+#include "recorder/session.h"
+#include "recorder/tensor_capture.h"
+
+namespace acc::recorder {
+namespace {
+
+using format::Role;
+
+bool isInput(Role r) { return r == Role::Input || r == Role::GradIn; }
+bool isOutput(Role r) { return r == Role::Output || r == Role::GradOut; }
+
+// In-place ops write argument 0 (add_, relu_, _foreach_mul_, ...).
+bool inPlace(std::string_view op) { return !op.empty() && op.back() == '_'; }
+
+// In-place ops that replace all of argument 0 whatever it held: its old
+// values are not an input of theirs.
+bool replacesWhole(std::string_view op) {
+  static const char* const kOps[] = {"aten::copy_",    "aten::fill_",        "aten::zero_",
+                                     "aten::uniform_", "aten::normal_",      "aten::bernoulli_",
+                                     "aten::random_",  "aten::exponential_", "aten::geometric_",
+                                     "aten::cauchy_",  "aten::log_normal_",  "aten::set_",
+                                     "aten::resize_"};
+  for (const char* name : kOps) {
+    if (op == name) return true;
+  }
+  return false;
+}
+
+// acc's own ops (reductions, copies) run unobserved and outside autograd.
+// CPU tensors laid out densely are read in place and need none: on torch
+// 1.13 each guard rebuilds the thread's callback list.
+class LazyGuard {
+ public:
+  void need() {
+    if (!guard_) guard_.emplace();
+  }
+
+ private:
+  std::optional<CaptureGuard> guard_;
+};
+
+// The extremes of one device's tensors, stacked into one buffer that one
+// copy brings to the host.
+struct DeviceBatch {
+  c10::Device device;
+  std::vector<at::Tensor> values;  // 2 per tensor
+  std::vector<size_t> tensors;     // record tensor of each pair
+};
+
+DeviceBatch& batchFor(std::vector<DeviceBatch>& batches, const c10::Device& device) {
+  for (DeviceBatch& b : batches) {
+    if (b.device == device) return b;
+  }
+  batches.push_back({device, {}, {}});
+  return batches.back();
+}
+
+std::string positions(const std::vector<uint32_t>& list) {
+  std::string out;
+  for (uint32_t p : list) out += (out.empty() ? "" : ", ") + std::to_string(p);
+  return out;
+}
+
+}  // namespace
+
+void Watch::noteOverwrittenInputs(CapturedOp& r) {
+  if (done_.load(std::memory_order_relaxed) || !r.watch || !inPlace(r.op) || replacesWhole(r.op)) return;
+  WatchHold& h = *r.watch;
+  LazyGuard guard;
+  try {
+    for (size_t i = 0; i < r.tensors.size() && i < h.tensors.size(); ++i) {
+      const format::Tensor& ft = r.tensors[i];
+      const at::Tensor& t = h.tensors[i];
+      if (ft.role != Role::Input || ft.position != 0 || ft.uninitialized || !checkable(t)) continue;
+      h.overwritten.push_back(i);
+      if (t.device().is_cpu()) {
+        if (!t.is_non_overlapping_and_dense()) guard.need();
+        h.overwritten_nonfinite.push_back(hostAllFinite(t) ? 0 : 1);
+      } else {
+        guard.need();
+        h.overwritten_nonfinite.push_back(-1);
+        deviceExtremes(t, h.overwritten_extremes);
+      }
+    }
+  } catch (...) {
+    // Unknown is what the find reports for an input it could not read.
+    h.overwritten.resize(h.overwritten_nonfinite.size());
+  }
+}
+
+void Watch::check(Entry& e) {
+  CapturedOp& op = *e.op;
+  WatchHold& h = *op.watch;
+  const size_t n = std::min(op.tensors.size(), h.tensors.size());
+  e.nonfinite.assign(op.tensors.size(), -1);
+  e.overwritten.assign(op.tensors.size(), false);
+  LazyGuard guard;
+  std::vector<DeviceBatch> batches;
+  for (size_t i = 0; i < n; ++i) {
+    if (isInput(op.tensors[i].role) && h.versions[i] != kNoVersion && versionOf(h.tensors[i]) != h.versions[i]) {
+      e.overwritten[i] = true;
+    }
+  }
+  // What the overwritten inputs held before the op: known on the CPU, on
+  // their way from a device.
+  for (size_t k = 0, pair = 0; k < h.overwritten.size() && k < h.overwritten_nonfinite.size(); ++k) {
+    if (h.overwritten_nonfinite[k] >= 0) {
+      e.nonfinite[h.overwritten[k]] = h.overwritten_nonfinite[k];
+    } else if (2 * pair + 1 < h.overwritten_extremes.size()) {
+      const at::Tensor& min = h.overwritten_extremes[2 * pair];
+      DeviceBatch& b = batchFor(batches, min.device());
+      b.values.push_back(min);
+      b.values.push_back(h.overwritten_extremes[2 * pair + 1]);
+      b.tensors.push_back(h.overwritten[k]);
+      ++pair;
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const format::Tensor& ft = op.tensors[i];
+    const at::Tensor& t = h.tensors[i];
+    if (!isOutput(ft.role) || ft.uninitialized || !checkable(t)) continue;
+    h.versions[i] = versionOf(t);
+    // A view of an input the op did not write (view, transpose, a getter)
+    // holds what the input holds: no kernel of this op made its values.
+    bool view = false;
+    for (size_t j = 0; j < n && !view; ++j) {
+      view = isInput(op.tensors[j].role) && !e.overwritten[j] && h.tensors[j].defined() &&
+             h.tensors[j].has_storage() &&
+             h.tensors[j].storage().unsafeGetStorageImpl() == t.storage().unsafeGetStorageImpl();
+    }
+    if (view) continue;
+    if (t.device().is_cpu()) {
+      if (!t.is_non_overlapping_and_dense()) guard.need();
+      e.nonfinite[i] = hostAllFinite(t) ? 0 : 1;
+    } else {
+      guard.need();
+      DeviceBatch& b = batchFor(batches, t.device());
+      deviceExtremes(t, b.values);
+      b.tensors.push_back(i);
+    }
+  }
+  for (DeviceBatch& b : batches) {
+    // One buffer per device: extremes of mixed types meet as float64.
+    bool mixed = false;
+    for (const at::Tensor& v : b.values) mixed = mixed || v.scalar_type() != b.values.front().scalar_type();
+    if (mixed) {
+      for (at::Tensor& v : b.values) v = v.to(at::kDouble);
+    }
+    at::Tensor stacked = at::stack(b.values);
+    at::Tensor host = hostBuffer(stacked.sizes(), stacked.scalar_type(), b.device.type());
+    host.copy_(stacked, /*non_blocking=*/true);
+    e.copies.push_back({std::move(host), std::move(b.tensors), recordEvent(b.device)});
+  }
+  h.overwritten_extremes.clear();
+}
+
+bool Watch::arrived(const Entry& e) {
+  for (const Copy& c : e.copies) {
+    if (!c.event.query()) return false;
+  }
+  return true;
+}
+
+void Watch::read(Entry& e) {
+  LazyGuard guard;  // narrow is an op: it must not be observed
+  if (!e.copies.empty()) guard.need();
+  for (Copy& c : e.copies) {
+    for (size_t j = 0; j < c.tensors.size(); ++j) {
+      e.nonfinite[c.tensors[j]] = extremesFinite(c.host.narrow(0, static_cast<int64_t>(2 * j), 2)) ? 0 : 1;
+    }
+  }
+  e.copies.clear();
+}
+
+void Watch::finish(Session& s, std::unique_ptr<CapturedOp> record) {
+  if (done_.load(std::memory_order_relaxed) || !record->watch) return;
+  watched_.fetch_add(1, std::memory_order_relaxed);
+  Entry e;
+  e.op = std::move(record);
+  try {
+    check(e);
+  } catch (...) {
+    s.counts().capture_errors.fetch_add(1, std::memory_order_relaxed);
+    return;  // this op goes unjudged; the watch goes on
+  }
+  bool stop = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (done_.load()) return;
+    hold(e);
+    pending_.push_back(std::move(e));
+    stop = judge(s) && abort_;
+  }
+  if (stop) {
+    std::fprintf(stderr, "acc: ACC_WATCH_ABORT=1: stopping the program (exit status 3)\n");
+    Session::stop();
+    std::fflush(nullptr);
+    std::_Exit(3);
+  }
+}
+
+bool Watch::judge(Session& s) {
+  while (!pending_.empty()) {
+    Entry& e = pending_.front();
+    bool bad = false;
+    try {
+      if (!arrived(e)) break;
+      read(e);
+      for (size_t i = 0; i < e.nonfinite.size(); ++i) {
+        bad = bad || (isOutput(e.op->tensors[i].role) && e.nonfinite[i] == 1);
+      }
+    } catch (...) {
+      // A device error: the op stays unjudged.
+      s.counts().capture_errors.fetch_add(1, std::memory_order_relaxed);
+      letGo(e);
+      pending_.pop_front();
+      continue;
+    }
+    if (bad) {
+      found(s, e);
+      pending_.clear();
+      context_.clear();
+      held_ops_ = 0;
+      held_bytes_ = 0;
+      return true;
+    }
+    e.op->watch.reset();
+    if (context_size_ > 0) {
+      context_.push_back(std::move(e.op));
+      if (context_.size() > context_size_) context_.pop_front();
+    }
+    letGo(e);
+    pending_.pop_front();
+  }
+  return false;
+}
+
+void Watch::hold(Entry& e) {
+  WatchHold& h = *e.op->watch;
+  size_t bytes = 0;
+  for (const at::Tensor& t : h.tensors) {
+    if (t.defined() && t.has_storage()) bytes += t.storage().nbytes();
+  }
+  if (held_ops_ < kHeldOps && held_bytes_ + bytes <= kHeldBytes) {
+    e.held_bytes = bytes;
+    ++held_ops_;
+    held_bytes_ += bytes;
+  } else {
+    h.tensors.clear();
+    e.released = true;
+  }
+}
+
+void Watch::letGo(Entry& e) {
+  if (e.released) return;
+  --held_ops_;
+  held_bytes_ -= e.held_bytes;
+  e.released = true;
+}
+
+void Watch::found(Session& s, Entry& e) {
+  done_.store(true);
+  CapturedOp& op = *e.op;
+  WatchHold& h = *op.watch;
+  CaptureGuard guard;
+  const bool held = !e.released && h.tensors.size() == op.tensors.size();
+  std::vector<uint32_t> bad_outputs, bad_inputs, unread_inputs;
+  auto r = std::make_unique<CapturedOp>();
+  static_cast<format::OpRecord&>(*r) = static_cast<const format::OpRecord&>(op);
+  r->tensors.clear();
+  for (size_t i = 0; i < op.tensors.size(); ++i) {
+    const format::Tensor& ft = op.tensors[i];
+    const at::Tensor* t = held ? &h.tensors[i] : nullptr;
+    // Still what the op saw or made: not written since (by the op itself,
+    // for inputs, or by a later op).
+    const bool intact = t != nullptr && t->defined() && !e.overwritten[i] && !ft.uninitialized &&
+                        h.versions[i] != kNoVersion && versionOf(*t) == h.versions[i];
+    try {
+      if (isInput(ft.role) && !ft.uninitialized && e.nonfinite[i] < 0 && !e.overwritten[i]) {
+        if (intact && checkable(*t)) {
+          e.nonfinite[i] = allFiniteNow(*t) ? 0 : 1;
+        } else if (t == nullptr || checkable(*t)) {
+          unread_inputs.push_back(ft.position);
+        }
+      }
+      if (e.nonfinite[i] == 1) (isInput(ft.role) ? bad_inputs : bad_outputs).push_back(ft.position);
+      if (intact && readable(*t)) {
+        r->tensors.push_back(captureTensor(*t, ft.role, ft.position, ft.item, 2));
+        if (!t->device().is_cpu()) captureOnDevice(*t, 2, r->tensors.size() - 1, *r);
+        continue;
+      }
+    } catch (...) {
+      s.counts().capture_errors.fetch_add(1, std::memory_order_relaxed);
+    }
+    r->tensors.push_back(ft);  // overwritten, or let go: metadata only
+  }
+  markCopies(*r);
+  const size_t context = context_.size();
+  for (std::unique_ptr<CapturedOp>& c : context_) emitRecord(s, std::move(c));
+  const bool made = bad_inputs.empty();
+  nlohmann::json result = {
+      {"status", made ? "found" : "handed_in"},
+      {"record", op.name},
+      {"op", op.op},
+      {"pass", op.pass == format::Pass::Backward ? "bwd" : "fwd"},
+      {"step", op.step},
+      {"module", op.module},
+      {"nonfinite_outputs", bad_outputs},
+      {"nonfinite_inputs", bad_inputs},
+      {"unread_inputs", unread_inputs},
+      {"context_records", context},
+      {"tensors_held", held},
+  };
+  const std::string where = "step " + std::to_string(op.step) +
+                            (op.has_module ? ", module " + (op.module.empty() ? std::string("(top level)") : op.module)
+                                           : std::string());
+  const std::string unread =
+      !held ? "; its tensors were let go before its check arrived (more than " + std::to_string(kHeldOps) +
+                  " ops or " + std::to_string(kHeldBytes >> 20) + " MiB awaited their device), so it is written with metadata only"
+      : unread_inputs.empty() ? ""
+                              : "; input " + positions(unread_inputs) + " could not be read back";
+  if (made) {
+    std::fprintf(stderr,
+                 "acc: ACC_WATCH: %s (%s) made the first NaN/Inf, in output %s, from finite inputs%s; "
+                 "written at level 2 with the %zu ops before it to %s\n",
+                 op.name.c_str(), where.c_str(), positions(bad_outputs).c_str(), unread.c_str(), context,
+                 s.dir().c_str());
+  } else {
+    std::fprintf(stderr,
+                 "acc: ACC_WATCH: the first NaN/Inf was handed to %s (%s) in input %s, made by no op the "
+                 "watch saw (data, or a value from before the watch)%s; written at level 2 with the %zu ops "
+                 "before it to %s\n",
+                 op.name.c_str(), where.c_str(), positions(bad_inputs).c_str(), unread.c_str(), context,
+                 s.dir().c_str());
+  }
+  emitRecord(s, std::move(r));
+  std::lock_guard<std::mutex> lock(result_mu_);
+  result_ = std::move(result);
+}
+
+void Watch::drain(Session& s) {
+  // A device that never finishes its work must not hang the exit.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!done_.load() && !pending_.empty()) {
+    const size_t before = pending_.size();
+    if (judge(s)) return;
+    if (pending_.size() == before) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        std::fprintf(stderr, "acc: ACC_WATCH: %zu ops still unchecked after 60 s waiting for their device at exit\n",
+                     pending_.size());
+        return;
+      }
+      // The device is still working on the front op's check.
+      lock.unlock();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      lock.lock();
+    }
+  }
+}
+
+nlohmann::json Watch::toJson() const {
+  nlohmann::json j;
+  {
+    std::lock_guard<std::mutex> lock(result_mu_);
+    j = result_.is_null() ? nlohmann::json{{"status", "none"}} : result_;
+  }
+  j["ops_watched"] = watched_.load();
+  return j;
+}
+
+std::string Watch::summary() const {
+  if (done_.load()) return "";
+  return "acc: ACC_WATCH: no NaN or infinity in the " + std::to_string(watched_.load()) + " ops watched";
+}
+
+}  // namespace acc::recorder

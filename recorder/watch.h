@@ -1,0 +1,106 @@
+// ACC_WATCH=naninf: watches every recorded op of a long run for the first
+// NaN or infinity, and writes nothing but what it finds.
+//
+// The observer hands each op's record over when the op has finished, at
+// level 0 with its tensors held (WatchHold). Outputs are checked where they
+// live (finite_check.h): CPU ones at once, device ones by a small kernel
+// whose two values per tensor are copied behind the op's kernels and read
+// once an event says they arrived, so no op waits for its device. Ops are
+// judged in the order they finished; judged-finite ops keep only their
+// metadata, the last `ACC_WATCH_CONTEXT` of them.
+//
+// The first op with a non-finite output is the find. Only then does the
+// watch wait for the device, once: it reads the op's inputs to tell an op
+// that made the value (inputs all finite: the kernel to suspect) from one
+// that was handed it (data, or a value made before the watch or by an op
+// it does not see), writes the kept metadata and the op itself at level 2
+// (from the tensors it still holds), says so in one stderr line and stops
+// watching. Tensors are held for at most kHeldOps ops (kHeldBytes) awaiting
+// their check; a find beyond that is written with metadata only.
+#pragma once
+
+#include <c10/core/Event.h>
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "env/config.h"
+#include "recorder/captured_op.h"
+
+namespace acc::recorder {
+
+class Session;
+
+class Watch {
+ public:
+  // Ops awaiting their device check whose tensors are held, and the bytes
+  // of their storages: a bound on the memory the watch keeps from being
+  // freed while a device runs behind its host. 256 ops covers a GPU's
+  // launch queue with the watch's own kernels in it; the oldest are held
+  // (they are judged next), later ones beyond the bound go unheld.
+  static constexpr size_t kHeldOps = 256;
+  static constexpr size_t kHeldBytes = size_t{1} << 30;
+
+  explicit Watch(const env::Config& config) : context_size_(config.watch_context), abort_(config.watch_abort) {}
+
+  // Op thread, at the start of an in-place op (its inputs captured): what
+  // the input it overwrites (argument 0) holds before the op runs.
+  void noteOverwrittenInputs(CapturedOp& record);
+  // Op thread, when a record is complete: checks its outputs, judges every
+  // op whose check has arrived, and on a find writes it (and exits the
+  // program with status 3 under ACC_WATCH_ABORT=1).
+  void finish(Session& s, std::unique_ptr<CapturedOp> record);
+  // At exit: waits for the checks still on their way and judges them.
+  void drain(Session& s);
+
+  nlohmann::json toJson() const;  // manifest "watch"
+  // The end-of-run line when nothing was found; empty after a find.
+  std::string summary() const;
+
+ private:
+  // One device's extremes of some of an op's tensors, on their way to the host.
+  struct Copy {
+    at::Tensor host;
+    std::vector<size_t> tensors;  // record tensor of each pair of values
+    c10::Event event;
+  };
+  struct Entry {
+    std::unique_ptr<CapturedOp> op;
+    std::vector<int8_t> nonfinite;      // per record tensor: -1 unknown, 0 finite, 1 not
+    std::vector<bool> overwritten;      // inputs the op itself wrote
+    std::vector<Copy> copies;
+    bool released = false;              // tensors not held (kHeldOps, kHeldBytes) or let go
+    size_t held_bytes = 0;
+  };
+
+  void check(Entry& e);
+  static bool arrived(const Entry& e);
+  static void read(Entry& e);
+  // Holds mu_. Judges arrived entries in order; true once something is found.
+  bool judge(Session& s);
+  void found(Session& s, Entry& e);  // holds mu_
+  void hold(Entry& e);   // holds mu_: keeps the entry's tensors, or not
+  void letGo(Entry& e);  // holds mu_
+
+  const uint64_t context_size_;
+  const bool abort_;
+  std::atomic<bool> done_{false};
+  std::atomic<uint64_t> watched_{0};
+  mutable std::mutex mu_;
+  std::deque<Entry> pending_;
+  size_t held_ops_ = 0;    // entries of pending_ holding their tensors
+  size_t held_bytes_ = 0;  // and their storages' bytes
+  std::deque<std::unique_ptr<CapturedOp>> context_;  // judged finite, metadata only
+  // Apart from mu_: the writer thread reads it for the manifest while a
+  // find, holding mu_, may wait for the writer.
+  mutable std::mutex result_mu_;
+  nlohmann::json result_;  // set by found()
+};
+
+}  // namespace acc::recorder
