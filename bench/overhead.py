@@ -15,6 +15,7 @@ output says so.
   /usr/bin/python3 bench/overhead.py
   /usr/bin/python3 bench/overhead.py --script examples/mlp_train.py --levels 1
   /usr/bin/python3 bench/overhead.py --levels watch     # ACC_WATCH=naninf
+  /usr/bin/python3 bench/overhead.py --levels 1,1+grads # ACC_GRADS=1 at level 1
   /usr/bin/python3 bench/overhead.py --json --keep /tmp/acc-bench
 
 This file needs only the standard library: it may run under any Python 3.
@@ -100,14 +101,18 @@ def clean_env():
     return env
 
 
+LEVEL_TOKENS = ("0", "1", "2", "watch", "0+grads", "1+grads", "2+grads")
+
+
 def parse_levels(text):
-    """ACC_LEVEL values, and "watch": a run under ACC_WATCH=naninf."""
+    """ACC_LEVEL values, "watch" (a run under ACC_WATCH=naninf) and LEVEL+grads
+    (ACC_LEVEL=LEVEL with ACC_GRADS=1)."""
     levels = []
     for part in text.split(","):
         part = part.strip()
-        if part not in ("0", "1", "2", "watch"):
+        if part not in LEVEL_TOKENS:
             raise ValueError(part)
-        level = part if part == "watch" else int(part)
+        level = int(part) if part.isdigit() else part
         if level not in levels:
             levels.append(level)
     return levels
@@ -166,6 +171,9 @@ def run_once(args, python, script_path, config, run_index, out_root):
         acc = {"LD_PRELOAD": preload, "ACC_ENABLE": "1", "ACC_OUTPUT_DIR": out_dir, "ACC_QUIET": "1"}
         if config["level"] == "watch":
             acc["ACC_WATCH"] = "naninf"
+        elif str(config["level"]).endswith("+grads"):
+            acc["ACC_LEVEL"] = str(config["level"]).split("+")[0]
+            acc["ACC_GRADS"] = "1"
         else:
             acc["ACC_LEVEL"] = str(config["level"])
         env.update(acc)
@@ -280,7 +288,8 @@ def main(argv):
                         help=f"training script, relative to the repo root or absolute (default {DEFAULT_SCRIPT}; "
                              "or examples/transformer_train.py, examples/mlp_train.py)")
     parser.add_argument("--levels", default="0,1,2",
-                        help="ACC_LEVEL values to record at, and 'watch' for ACC_WATCH=naninf (default 0,1,2)")
+                        help="ACC_LEVEL values to record at, 'watch' for ACC_WATCH=naninf and LEVEL+grads "
+                             "(e.g. 1+grads) for ACC_GRADS=1 at that level (default 0,1,2)")
     parser.add_argument("--repeats", type=int, default=3, help="runs per configuration (default 3)")
     parser.add_argument("--steps", type=int, default=4,
                         help="training steps per run, RESNET_STEPS / MLP_STEPS (default 4; step 0 is not timed)")
@@ -307,7 +316,7 @@ def main(argv):
     try:
         levels = parse_levels(args.levels)
     except ValueError as e:
-        usage_error(parser, f"--levels: {e} is not 0, 1, 2 or watch (give a comma-separated list)")
+        usage_error(parser, f"--levels: {e} is not one of {', '.join(LEVEL_TOKENS)} (give a comma-separated list)")
     if args.repeats < 1:
         usage_error(parser, "--repeats must be at least 1")
     if args.steps < 1 or args.batch < 1 or args.size < 1:

@@ -31,7 +31,7 @@ struct WatchHold {
   std::vector<at::Tensor> tensors;
   std::vector<uint32_t> versions;
   std::vector<size_t> overwritten;           // indices in `tensors`
-  std::vector<int8_t> overwritten_nonfinite; // per entry: 0 or 1 (CPU), -1 (device: below)
+  std::vector<int8_t> overwritten_nonfinite; // per entry: a Finiteness (CPU), -1 (device: below)
   std::vector<at::Tensor> overwritten_extremes;  // 2 per device entry, in order
 };
 

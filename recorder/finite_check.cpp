@@ -48,6 +48,26 @@ bool scan(const void* data, int64_t n, Bits exponent) {
   return finite.load();
 }
 
+// Whether any element is NaN: all exponent bits and some mantissa bit set,
+// so the bits without the sign exceed the infinity's. Only after a scan
+// found something, so no hurry.
+template <typename Bits>
+bool anyNan(const void* data, int64_t n, Bits exponent) {
+  const auto* bits = static_cast<const Bits*>(data);
+  const Bits magnitude = static_cast<Bits>(static_cast<Bits>(~Bits{0}) >> 1);  // all but the sign
+  for (int64_t i = 0; i < n; ++i) {
+    if ((bits[i] & magnitude) > exponent) return true;
+  }
+  return false;
+}
+
+// The tensor's real view, dense: numel elements from its data pointer on,
+// in some order (contiguous, channels-last, any permutation).
+at::Tensor denseReal(const at::Tensor& tensor) {
+  at::Tensor t = tensor.is_complex() ? at::view_as_real(tensor) : tensor;
+  return t.is_non_overlapping_and_dense() ? t : t.contiguous();
+}
+
 }  // namespace
 
 bool checkable(const at::Tensor& t) {
@@ -55,11 +75,7 @@ bool checkable(const at::Tensor& t) {
 }
 
 bool hostAllFinite(const at::Tensor& tensor) {
-  at::Tensor t = tensor.is_complex() ? at::view_as_real(tensor) : tensor;
-  // A dense tensor (contiguous, channels-last, any permutation) covers
-  // numel elements from its data pointer on, in some order: scan them as
-  // they lie.
-  if (!t.is_non_overlapping_and_dense()) t = t.contiguous();
+  const at::Tensor t = denseReal(tensor);
   const void* data = t.data_ptr();
   const int64_t n = t.numel();
   switch (t.scalar_type()) {
@@ -71,6 +87,22 @@ bool hostAllFinite(const at::Tensor& tensor) {
   }
 }
 
+Finiteness hostFiniteness(const at::Tensor& tensor) {
+  if (hostAllFinite(tensor)) return Finiteness::Finite;
+  const at::Tensor t = denseReal(tensor);
+  const void* data = t.data_ptr();
+  const int64_t n = t.numel();
+  bool nan = false;
+  switch (t.scalar_type()) {
+    case at::kFloat: nan = anyNan<uint32_t>(data, n, 0x7f800000u); break;
+    case at::kDouble: nan = anyNan<uint64_t>(data, n, 0x7ff0000000000000ull); break;
+    case at::kHalf: nan = anyNan<uint16_t>(data, n, 0x7c00); break;
+    case at::kBFloat16: nan = anyNan<uint16_t>(data, n, 0x7f80); break;
+    default: nan = at::isnan(t).any().item<bool>();
+  }
+  return nan ? Finiteness::NaN : Finiteness::Infinite;
+}
+
 void deviceExtremes(const at::Tensor& tensor, std::vector<at::Tensor>& out) {
   const at::Tensor t = tensor.is_complex() ? at::view_as_real(tensor) : tensor;
   auto [min, max] = at::aminmax(t);
@@ -78,15 +110,15 @@ void deviceExtremes(const at::Tensor& tensor, std::vector<at::Tensor>& out) {
   out.push_back(std::move(max));
 }
 
-bool extremesFinite(const at::Tensor& host) {
-  return hostAllFinite(host.dim() == 0 ? host.reshape({1}) : host);
+Finiteness extremesFiniteness(const at::Tensor& host) {
+  return hostFiniteness(host.dim() == 0 ? host.reshape({1}) : host);
 }
 
-bool allFiniteNow(const at::Tensor& t) {
-  if (t.device().is_cpu()) return hostAllFinite(t);
+Finiteness finitenessNow(const at::Tensor& t) {
+  if (t.device().is_cpu()) return hostFiniteness(t);
   std::vector<at::Tensor> extremes;
   deviceExtremes(t, extremes);
-  return extremesFinite(at::stack(extremes).cpu());
+  return extremesFiniteness(at::stack(extremes).cpu());
 }
 
 }  // namespace acc::recorder

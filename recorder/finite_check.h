@@ -14,6 +14,9 @@
 
 namespace acc::recorder {
 
+// What a tensor holds besides finite values; the order is severity.
+enum class Finiteness : int8_t { Finite = 0, Infinite = 1, NaN = 2 };
+
 // Floating or complex tensors with readable, non-empty memory: the only
 // ones that can hold a NaN or an infinity.
 bool checkable(const at::Tensor& t);
@@ -22,15 +25,20 @@ bool checkable(const at::Tensor& t);
 // in place; others are copied first (an op: call under a CaptureGuard).
 bool hostAllFinite(const at::Tensor& t);
 
+// CPU, checkable: hostAllFinite, and when false whether a NaN is among the
+// non-finite values (a second pass: for the rare tensor that has some).
+Finiteness hostFiniteness(const at::Tensor& t);
+
 // Device, checkable: appends t's min and max (0-dim tensors of t's real
 // type, on t's device), queued behind the kernels before it.
 void deviceExtremes(const at::Tensor& t, std::vector<at::Tensor>& out);
 
-// Whether host values read back from deviceExtremes are all finite.
-bool extremesFinite(const at::Tensor& host);
+// What host values read back from deviceExtremes say: a NaN min or max is
+// a NaN in the tensor, an infinite one an infinity.
+Finiteness extremesFiniteness(const at::Tensor& host);
 
 // Any checkable tensor, waiting for its device: for the one check after a
 // find, never per op.
-bool allFiniteNow(const at::Tensor& t);
+Finiteness finitenessNow(const at::Tensor& t);
 
 }  // namespace acc::recorder

@@ -87,7 +87,7 @@ void Watch::noteOverwrittenInputs(CapturedOp& r) {
       h.overwritten.push_back(i);
       if (t.device().is_cpu()) {
         if (!t.is_non_overlapping_and_dense()) guard.need();
-        h.overwritten_nonfinite.push_back(hostAllFinite(t) ? 0 : 1);
+        h.overwritten_nonfinite.push_back(static_cast<int8_t>(hostFiniteness(t)));
       } else {
         guard.need();
         h.overwritten_nonfinite.push_back(-1);
@@ -106,11 +106,15 @@ void Watch::check(Entry& e) {
   const size_t n = std::min(op.tensors.size(), h.tensors.size());
   e.nonfinite.assign(op.tensors.size(), -1);
   e.overwritten.assign(op.tensors.size(), false);
+  e.storages.assign(op.tensors.size(), nullptr);
   LazyGuard guard;
   std::vector<DeviceBatch> batches;
   for (size_t i = 0; i < n; ++i) {
     if (isInput(op.tensors[i].role) && h.versions[i] != kNoVersion && versionOf(h.tensors[i]) != h.versions[i]) {
       e.overwritten[i] = true;
+    }
+    if (h.tensors[i].defined() && h.tensors[i].has_storage()) {
+      e.storages[i] = h.tensors[i].storage().unsafeGetStorageImpl();
     }
   }
   // What the overwritten inputs held before the op: known on the CPU, on
@@ -143,7 +147,7 @@ void Watch::check(Entry& e) {
     if (view) continue;
     if (t.device().is_cpu()) {
       if (!t.is_non_overlapping_and_dense()) guard.need();
-      e.nonfinite[i] = hostAllFinite(t) ? 0 : 1;
+      e.nonfinite[i] = static_cast<int8_t>(hostFiniteness(t));
     } else {
       guard.need();
       DeviceBatch& b = batchFor(batches, t.device());
@@ -178,7 +182,8 @@ void Watch::read(Entry& e) {
   if (!e.copies.empty()) guard.need();
   for (Copy& c : e.copies) {
     for (size_t j = 0; j < c.tensors.size(); ++j) {
-      e.nonfinite[c.tensors[j]] = extremesFinite(c.host.narrow(0, static_cast<int64_t>(2 * j), 2)) ? 0 : 1;
+      e.nonfinite[c.tensors[j]] =
+          static_cast<int8_t>(extremesFiniteness(c.host.narrow(0, static_cast<int64_t>(2 * j), 2)));
     }
   }
   e.copies.clear();
@@ -219,8 +224,9 @@ bool Watch::judge(Session& s) {
       if (!arrived(e)) break;
       read(e);
       for (size_t i = 0; i < e.nonfinite.size(); ++i) {
-        bad = bad || (isOutput(e.op->tensors[i].role) && e.nonfinite[i] == 1);
+        bad = bad || (isOutput(e.op->tensors[i].role) && e.nonfinite[i] > 0);
       }
+      if (bad && intended(e)) bad = false;
     } catch (...) {
       // A device error: the op stays unjudged.
       s.counts().capture_errors.fetch_add(1, std::memory_order_relaxed);
@@ -243,6 +249,44 @@ bool Watch::judge(Session& s) {
     }
     letGo(e);
     pending_.pop_front();
+  }
+  return false;
+}
+
+bool Watch::intended(Entry& e) {
+  const CapturedOp& op = *e.op;
+  e.intended.assign(e.nonfinite.size(), false);
+  bool given = false;
+  for (const format::Scalar& a : op.scalars) {
+    // doubleText's spellings; quoted strings ("nanmean") are not numbers.
+    given = given || (!a.value.empty() && a.value[0] != '"' &&
+                      (a.value.find("inf") != std::string::npos || a.value.find("nan") != std::string::npos));
+  }
+  for (size_t i = 0; i < e.nonfinite.size() && i < e.storages.size(); ++i) {
+    if (isInput(op.tensors[i].role) && e.storages[i] != nullptr && isIntended(e.storages[i])) {
+      e.intended[i] = true;
+      given = true;
+    }
+  }
+  if (!given) return false;
+  for (size_t i = 0; i < e.nonfinite.size(); ++i) {
+    if (isOutput(op.tensors[i].role) && e.nonfinite[i] == static_cast<int8_t>(Finiteness::NaN)) return false;
+  }
+  intended_ops_.fetch_add(1, std::memory_order_relaxed);
+  const std::vector<at::Tensor>& held = op.watch->tensors;
+  for (size_t i = 0; i < e.nonfinite.size() && i < held.size(); ++i) {
+    if (!isOutput(op.tensors[i].role) || e.nonfinite[i] <= 0 || isIntended(e.storages[i])) continue;
+    while (!intended_.empty() && (intended_.front().expired() || intended_.size() >= kIntended)) {
+      intended_.pop_front();
+    }
+    intended_.push_back(held[i].storage().getWeakStorageImpl());
+  }
+  return true;
+}
+
+bool Watch::isIntended(const c10::StorageImpl* storage) const {
+  for (const auto& w : intended_) {
+    if (w._unsafe_get_target() == storage && !w.expired()) return true;
   }
   return false;
 }
@@ -276,7 +320,7 @@ void Watch::found(Session& s, Entry& e) {
   WatchHold& h = *op.watch;
   CaptureGuard guard;
   const bool held = !e.released && h.tensors.size() == op.tensors.size();
-  std::vector<uint32_t> bad_outputs, bad_inputs, unread_inputs;
+  std::vector<uint32_t> bad_outputs, bad_inputs, intended_inputs, unread_inputs;
   auto r = std::make_unique<CapturedOp>();
   static_cast<format::OpRecord&>(*r) = static_cast<const format::OpRecord&>(op);
   r->tensors.clear();
@@ -290,12 +334,15 @@ void Watch::found(Session& s, Entry& e) {
     try {
       if (isInput(ft.role) && !ft.uninitialized && e.nonfinite[i] < 0 && !e.overwritten[i]) {
         if (intact && checkable(*t)) {
-          e.nonfinite[i] = allFiniteNow(*t) ? 0 : 1;
+          e.nonfinite[i] = static_cast<int8_t>(finitenessNow(*t));
         } else if (t == nullptr || checkable(*t)) {
           unread_inputs.push_back(ft.position);
         }
       }
-      if (e.nonfinite[i] == 1) (isInput(ft.role) ? bad_inputs : bad_outputs).push_back(ft.position);
+      if (e.nonfinite[i] > 0) {
+        if (!isInput(ft.role)) bad_outputs.push_back(ft.position);
+        else (e.intended[i] ? intended_inputs : bad_inputs).push_back(ft.position);
+      }
       if (intact && readable(*t)) {
         r->tensors.push_back(captureTensor(*t, ft.role, ft.position, ft.item, 2));
         if (!t->device().is_cpu()) captureOnDevice(*t, 2, r->tensors.size() - 1, *r);
@@ -319,6 +366,7 @@ void Watch::found(Session& s, Entry& e) {
       {"module", op.module},
       {"nonfinite_outputs", bad_outputs},
       {"nonfinite_inputs", bad_inputs},
+      {"intended_inputs", intended_inputs},
       {"unread_inputs", unread_inputs},
       {"context_records", context},
       {"tensors_held", held},
@@ -332,11 +380,15 @@ void Watch::found(Session& s, Entry& e) {
       : unread_inputs.empty() ? ""
                               : "; input " + positions(unread_inputs) + " could not be read back";
   if (made) {
+    const std::string from = intended_inputs.empty()
+                                 ? "finite inputs"
+                                 : "inputs finite but for the program's own infinities in input " +
+                                       positions(intended_inputs) + " (a mask)";
     std::fprintf(stderr,
-                 "acc: ACC_WATCH: %s (%s) made the first NaN/Inf, in output %s, from finite inputs%s; "
+                 "acc: ACC_WATCH: %s (%s) made the first NaN/Inf, in output %s, from %s%s; "
                  "written at level 2 with the %zu ops before it to %s\n",
-                 op.name.c_str(), where.c_str(), positions(bad_outputs).c_str(), unread.c_str(), context,
-                 s.dir().c_str());
+                 op.name.c_str(), where.c_str(), positions(bad_outputs).c_str(), from.c_str(), unread.c_str(),
+                 context, s.dir().c_str());
   } else {
     std::fprintf(stderr,
                  "acc: ACC_WATCH: the first NaN/Inf was handed to %s (%s) in input %s, made by no op the "
@@ -378,12 +430,16 @@ nlohmann::json Watch::toJson() const {
     j = result_.is_null() ? nlohmann::json{{"status", "none"}} : result_;
   }
   j["ops_watched"] = watched_.load();
+  j["intended_ops"] = intended_ops_.load();
   return j;
 }
 
 std::string Watch::summary() const {
   if (done_.load()) return "";
-  return "acc: ACC_WATCH: no NaN or infinity in the " + std::to_string(watched_.load()) + " ops watched";
+  const uint64_t intended = intended_ops_.load();
+  return "acc: ACC_WATCH: no NaN or infinity in the " + std::to_string(watched_.load()) + " ops watched" +
+         (intended == 0 ? std::string()
+                        : " but for the program's own infinities (masks) in " + std::to_string(intended) + " of them");
 }
 
 }  // namespace acc::recorder

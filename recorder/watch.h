@@ -9,7 +9,13 @@
 // judged in the order they finished; judged-finite ops keep only their
 // metadata, the last `ACC_WATCH_CONTEXT` of them.
 //
-// The first op with a non-finite output is the find. Only then does the
+// Infinities the program means are not finds: an op given a non-finite
+// scalar argument (torch.full(..., -inf), masked_fill(mask, -inf): the
+// attention masks every transformer builds) makes them, and an op whose
+// input holds them passes them on (scores plus mask) as long as no NaN
+// appears. A NaN made from them (softmax of a row masked whole) is a find.
+//
+// The first other op with a non-finite output is the find. Only then does the
 // watch wait for the device, once: it reads the op's inputs to tell an op
 // that made the value (inputs all finite: the kernel to suspect) from one
 // that was handed it (data, or a value made before the watch or by an op
@@ -20,6 +26,8 @@
 #pragma once
 
 #include <c10/core/Event.h>
+#include <c10/core/StorageImpl.h>
+#include <c10/util/intrusive_ptr.h>
 #include <nlohmann/json.hpp>
 
 #include <atomic>
@@ -46,6 +54,8 @@ class Watch {
   // (they are judged next), later ones beyond the bound go unheld.
   static constexpr size_t kHeldOps = 256;
   static constexpr size_t kHeldBytes = size_t{1} << 30;
+  // Storages remembered as holding intended infinities.
+  static constexpr size_t kIntended = 256;
 
   explicit Watch(const env::Config& config) : context_size_(config.watch_context), abort_(config.watch_abort) {}
 
@@ -75,6 +85,8 @@ class Watch {
     std::vector<int8_t> nonfinite;      // per record tensor: -1 unknown, 0 finite, 1 not
     std::vector<bool> overwritten;      // inputs the op itself wrote
     std::vector<Copy> copies;
+    std::vector<const c10::StorageImpl*> storages;  // per record tensor, when the op ended
+    std::vector<bool> intended;  // inputs holding the program's own infinities (intended())
     bool released = false;              // tensors not held (kHeldOps, kHeldBytes) or let go
     size_t held_bytes = 0;
   };
@@ -86,17 +98,26 @@ class Watch {
   bool judge(Session& s);
   void found(Session& s, Entry& e);  // holds mu_
   void hold(Entry& e);   // holds mu_: keeps the entry's tensors, or not
+  // Holds mu_. Whether an op's non-finite outputs are infinities the
+  // program means, not a find; remembers them as such.
+  bool intended(Entry& e);
+  bool isIntended(const c10::StorageImpl* storage) const;
   void letGo(Entry& e);  // holds mu_
 
   const uint64_t context_size_;
   const bool abort_;
   std::atomic<bool> done_{false};
   std::atomic<uint64_t> watched_{0};
+  std::atomic<uint64_t> intended_ops_{0};  // ops whose infinities were the program's own
   mutable std::mutex mu_;
   std::deque<Entry> pending_;
   size_t held_ops_ = 0;    // entries of pending_ holding their tensors
   size_t held_bytes_ = 0;  // and their storages' bytes
   std::deque<std::unique_ptr<CapturedOp>> context_;  // judged finite, metadata only
+  // Storages holding intended infinities, newest last (weak: the watch must
+  // not keep a mask alive; a weak reference also keeps its address from
+  // being reused, so a match is the same storage).
+  std::deque<c10::weak_intrusive_ptr<c10::StorageImpl>> intended_;
   // Apart from mu_: the writer thread reads it for the manifest while a
   // find, holding mu_, may wait for the writer.
   mutable std::mutex result_mu_;

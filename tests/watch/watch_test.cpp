@@ -202,6 +202,52 @@ TEST(Watch, WritesNothingWithoutANaNAndAddsNoHostSynchronisation) {
   }
 }
 
+// A causal mask of -inf added to attention scores: infinities the program
+// means, on the CPU and on the test accelerator. Nothing is found, the run
+// is unchanged, and the manifest counts the ops that carried them.
+TEST(Watch, TheProgramsOwnInfinitiesInAnAttentionMaskAreNoFind) {
+  for (const Env& env : {Env{}, onDevice()}) {
+    SCOPED_TRACE(env.empty() ? "cpu" : "device");
+    const std::string masked = testScript("masked_attention.py");
+    RunResult plain = runPythonPlain(masked, env);
+    ASSERT_EQ(plain.exit_code, 0) << plain.err;
+    TempDir dir;
+    RunResult r = recordPython(masked, dir.path(), with(env, {{"ACC_WATCH", "naninf"}}));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(lossLines(r.out), lossLines(plain.out));
+    EXPECT_NE(r.err.find("ACC_WATCH: no NaN or infinity in the "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("but for the program's own infinities (masks) in "), std::string::npos) << r.err;
+    const Recording rec = readRank(dir / "rank0");
+    EXPECT_TRUE(rec.records.empty());
+    const nlohmann::json& w = rec.manifest["watch"];
+    EXPECT_EQ(w["status"], "none") << w.dump();
+    // Per step: full, triu, the copy to the device (on it), the add.
+    EXPECT_GE(w["intended_ops"].get<uint64_t>(), 9u) << w.dump();
+  }
+}
+
+// A query row masked whole: softmax makes NaN from the mask's infinities,
+// and that NaN is found there, its input named as holding the program's own
+// infinities rather than as handed in.
+TEST(Watch, ANaNMadeFromTheProgramsOwnInfinitiesIsFound) {
+  for (const Env& env : {Env{}, onDevice()}) {
+    SCOPED_TRACE(env.empty() ? "cpu" : "device");
+    TempDir dir;
+    RunResult r = recordPython(testScript("masked_attention.py"), dir.path(),
+                               with(env, {{"MASK_ROW", "1"}, {"ACC_WATCH", "naninf"}}));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("ACC_WATCH: aten::softmax."), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("(step 1"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("from inputs finite but for the program's own infinities in input 0"), std::string::npos)
+        << r.err;
+    const Recording rec = readRank(dir / "rank0");
+    const nlohmann::json& w = rec.manifest["watch"];
+    EXPECT_EQ(w["status"], "found") << w.dump();
+    EXPECT_EQ(w["intended_inputs"], nlohmann::json::array({0}));
+    EXPECT_EQ(w["nonfinite_inputs"], nlohmann::json::array());
+  }
+}
+
 TEST(Watch, TellsANaNTheProgramHandsInFromOneAnOpMakes) {
   TempDir dir;
   RunResult r = recordPython(script(), dir.path(), {{"NAN_DATA", "1"}, {"ACC_WATCH", "naninf"}});
