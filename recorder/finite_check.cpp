@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 
 #include "recorder/stats_pool.h"
 #include "recorder/tensor_capture.h"
@@ -34,8 +35,7 @@ bool exponentsFinite(const Bits* bits, int64_t n, Bits exponent) {
 }
 
 template <typename Bits>
-bool scan(const void* data, int64_t n, Bits exponent) {
-  const auto* bits = static_cast<const Bits*>(data);
+bool scan(const Bits* bits, int64_t n, Bits exponent) {
   if (n <= kChunk) return exponentsFinite(bits, n, exponent);
   std::atomic<bool> finite{true};
   StatsPool::shared().run((n + kChunk - 1) / kChunk, [&](int64_t c) {
@@ -52,8 +52,7 @@ bool scan(const void* data, int64_t n, Bits exponent) {
 // so the bits without the sign exceed the infinity's. Only after a scan
 // found something, so no hurry.
 template <typename Bits>
-bool anyNan(const void* data, int64_t n, Bits exponent) {
-  const auto* bits = static_cast<const Bits*>(data);
+bool anyNan(const Bits* bits, int64_t n, Bits exponent) {
   const Bits magnitude = static_cast<Bits>(static_cast<Bits>(~Bits{0}) >> 1);  // all but the sign
   for (int64_t i = 0; i < n; ++i) {
     if ((bits[i] & magnitude) > exponent) return true;
@@ -68,39 +67,43 @@ at::Tensor denseReal(const at::Tensor& tensor) {
   return t.is_non_overlapping_and_dense() ? t : t.contiguous();
 }
 
+// Runs `test(bits, n, exponent)` over a dense real tensor's elements as
+// unsigned integers, for the types whose NaN and infinities are exactly the
+// all-ones exponents; nullopt for the rest (float8 and rarer types), which
+// take torch's own tests.
+template <typename Test>
+std::optional<bool> overBits(const at::Tensor& t, Test test) {
+  const void* data = t.data_ptr();
+  const int64_t n = t.numel();
+  switch (t.scalar_type()) {
+    case at::kFloat: return test(static_cast<const uint32_t*>(data), n, uint32_t{0x7f800000u});
+    case at::kDouble: return test(static_cast<const uint64_t*>(data), n, uint64_t{0x7ff0000000000000ull});
+    case at::kHalf: return test(static_cast<const uint16_t*>(data), n, uint16_t{0x7c00});
+    case at::kBFloat16: return test(static_cast<const uint16_t*>(data), n, uint16_t{0x7f80});
+    default: return std::nullopt;
+  }
+}
+
+bool denseAllFinite(const at::Tensor& t) {
+  const std::optional<bool> finite =
+      overBits(t, [](const auto* bits, int64_t n, auto exponent) { return scan(bits, n, exponent); });
+  return finite ? *finite : at::isfinite(t).all().item<bool>();
+}
+
 }  // namespace
 
 bool checkable(const at::Tensor& t) {
   return t.defined() && (t.is_floating_point() || t.is_complex()) && t.numel() > 0 && readable(t);
 }
 
-bool hostAllFinite(const at::Tensor& tensor) {
-  const at::Tensor t = denseReal(tensor);
-  const void* data = t.data_ptr();
-  const int64_t n = t.numel();
-  switch (t.scalar_type()) {
-    case at::kFloat: return scan<uint32_t>(data, n, 0x7f800000u);
-    case at::kDouble: return scan<uint64_t>(data, n, 0x7ff0000000000000ull);
-    case at::kHalf: return scan<uint16_t>(data, n, 0x7c00);
-    case at::kBFloat16: return scan<uint16_t>(data, n, 0x7f80);
-    default: return at::isfinite(t).all().item<bool>();  // float8 and other rare types
-  }
-}
+bool hostAllFinite(const at::Tensor& tensor) { return denseAllFinite(denseReal(tensor)); }
 
 Finiteness hostFiniteness(const at::Tensor& tensor) {
-  if (hostAllFinite(tensor)) return Finiteness::Finite;
   const at::Tensor t = denseReal(tensor);
-  const void* data = t.data_ptr();
-  const int64_t n = t.numel();
-  bool nan = false;
-  switch (t.scalar_type()) {
-    case at::kFloat: nan = anyNan<uint32_t>(data, n, 0x7f800000u); break;
-    case at::kDouble: nan = anyNan<uint64_t>(data, n, 0x7ff0000000000000ull); break;
-    case at::kHalf: nan = anyNan<uint16_t>(data, n, 0x7c00); break;
-    case at::kBFloat16: nan = anyNan<uint16_t>(data, n, 0x7f80); break;
-    default: nan = at::isnan(t).any().item<bool>();
-  }
-  return nan ? Finiteness::NaN : Finiteness::Infinite;
+  if (denseAllFinite(t)) return Finiteness::Finite;
+  const std::optional<bool> nan =
+      overBits(t, [](const auto* bits, int64_t n, auto exponent) { return anyNan(bits, n, exponent); });
+  return (nan ? *nan : at::isnan(t).any().item<bool>()) ? Finiteness::NaN : Finiteness::Infinite;
 }
 
 void deviceExtremes(const at::Tensor& tensor, std::vector<at::Tensor>& out) {

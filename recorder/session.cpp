@@ -130,9 +130,8 @@ void Session::stop() {
   if (s->watch_) s->watch_->drain(*s);
   s->writer_->stop();
   s->writeManifest("complete");
-  if (s->watch_ && !s->config_.quiet && !s->watch_->summary().empty()) {
-    std::fprintf(stderr, "%s\n", s->watch_->summary().c_str());
-  }
+  const std::string watched = s->watch_ ? s->watch_->summary() : std::string();
+  if (!watched.empty() && !s->config_.quiet) std::fprintf(stderr, "%s\n", watched.c_str());
   if (!s->config_.quiet) {
     WriterCounts w = s->writer_->counts();
     std::fprintf(stderr, "acc: rank %lld: %llu records written, %llu dropped, %llu lost to %s%s%s\n",

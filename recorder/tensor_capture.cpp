@@ -124,7 +124,7 @@ void captureValue(const c10::IValue& value, format::Role role, uint32_t position
     if (values && capture.contents != nullptr) content = capture.contents->identify(t, record.contents);
     // Statistics read in place need no guard; level 2 then copies the same
     // contiguous memory (t.contiguous() is t itself).
-    if (values && !content.ref && !capture.guard && !statsReadInPlace(t)) capture.guard.emplace();
+    if (values && !content.ref && !capture.guard.held() && !statsReadInPlace(t)) capture.guard.need();
     // A content an earlier record (or tensor) holds: metadata and its id.
     record.tensors.push_back(captureTensor(t, role, position, item, content.ref ? 0 : level));
     format::Tensor& out = record.tensors.back();

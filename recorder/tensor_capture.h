@@ -29,6 +29,20 @@ class CaptureGuard {
   at::NoGradGuard no_grad_;
 };
 
+// A CaptureGuard taken at the first need() and held to the end of the
+// scope: most tensors are read straight from memory and need none, and on
+// torch 1.13 each guard rebuilds the thread's callback list twice.
+class LazyCaptureGuard {
+ public:
+  void need() {
+    if (!guard_) guard_.emplace();
+  }
+  bool held() const { return guard_.has_value(); }
+
+ private:
+  std::optional<CaptureGuard> guard_;
+};
+
 // How to capture the tensors of one op's arguments or results.
 struct Capture {
   int level = 0;
@@ -37,10 +51,8 @@ struct Capture {
   std::function<bool(const at::Tensor&)> uninitialized;
   ContentStore* contents = nullptr;  // null: every tensor captured whole
   WatchHold* hold = nullptr;  // ACC_WATCH: each tensor captured is held here too
-  // Held from the first tensor whose capture calls ops to the end of the
-  // batch. Most tensors are read straight from memory, and on torch 1.13
-  // each guard rebuilds the thread's callback list twice.
-  mutable std::optional<CaptureGuard> guard;
+  // Held from the first tensor whose capture calls ops to the end of the batch.
+  mutable LazyCaptureGuard guard;
 };
 
 // Appends the tensors of `value` to `record` (scalars as text for inputs).

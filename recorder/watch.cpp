@@ -3,7 +3,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <optional>
 #include <string_view>
 #include <thread>
 
@@ -38,19 +37,6 @@ bool replacesWhole(std::string_view op) {
   return false;
 }
 
-// acc's own ops (reductions, copies) run unobserved and outside autograd.
-// CPU tensors laid out densely are read in place and need none: on torch
-// 1.13 each guard rebuilds the thread's callback list.
-class LazyGuard {
- public:
-  void need() {
-    if (!guard_) guard_.emplace();
-  }
-
- private:
-  std::optional<CaptureGuard> guard_;
-};
-
 // The extremes of one device's tensors, stacked into one buffer that one
 // copy brings to the host.
 struct DeviceBatch {
@@ -78,7 +64,7 @@ std::string positions(const std::vector<uint32_t>& list) {
 void Watch::noteOverwrittenInputs(CapturedOp& r) {
   if (done_.load(std::memory_order_relaxed) || !r.watch || !inPlace(r.op) || replacesWhole(r.op)) return;
   WatchHold& h = *r.watch;
-  LazyGuard guard;
+  LazyCaptureGuard guard;
   try {
     for (size_t i = 0; i < r.tensors.size() && i < h.tensors.size(); ++i) {
       const format::Tensor& ft = r.tensors[i];
@@ -107,7 +93,7 @@ void Watch::check(Entry& e) {
   e.nonfinite.assign(op.tensors.size(), -1);
   e.overwritten.assign(op.tensors.size(), false);
   e.storages.assign(op.tensors.size(), nullptr);
-  LazyGuard guard;
+  LazyCaptureGuard guard;
   std::vector<DeviceBatch> batches;
   for (size_t i = 0; i < n; ++i) {
     if (isInput(op.tensors[i].role) && h.versions[i] != kNoVersion && versionOf(h.tensors[i]) != h.versions[i]) {
@@ -140,9 +126,7 @@ void Watch::check(Entry& e) {
     // holds what the input holds: no kernel of this op made its values.
     bool view = false;
     for (size_t j = 0; j < n && !view; ++j) {
-      view = isInput(op.tensors[j].role) && !e.overwritten[j] && h.tensors[j].defined() &&
-             h.tensors[j].has_storage() &&
-             h.tensors[j].storage().unsafeGetStorageImpl() == t.storage().unsafeGetStorageImpl();
+      view = isInput(op.tensors[j].role) && !e.overwritten[j] && e.storages[j] == e.storages[i];
     }
     if (view) continue;
     if (t.device().is_cpu()) {
@@ -178,7 +162,7 @@ bool Watch::arrived(const Entry& e) {
 }
 
 void Watch::read(Entry& e) {
-  LazyGuard guard;  // narrow is an op: it must not be observed
+  LazyCaptureGuard guard;  // narrow is an op: it must not be observed
   if (!e.copies.empty()) guard.need();
   for (Copy& c : e.copies) {
     for (size_t j = 0; j < c.tensors.size(); ++j) {
