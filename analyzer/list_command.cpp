@@ -41,14 +41,20 @@ std::string watchText(const nlohmann::json& w) {
   const std::string where = w.value("record", std::string("?")) + " (step " +
                             std::to_string(w.value("step", int64_t{0})) + ")";
   if (status == "found") {
-    return "watch: " + where + " made the first NaN/Inf, in output " + list("nonfinite_outputs") +
-           ", from finite inputs; " + watched;
+    const std::string intended = list("intended_inputs");
+    return "watch: " + where + " made the first NaN/Inf, in output " + list("nonfinite_outputs") + ", from " +
+           (intended.empty() ? "finite inputs"
+                             : "inputs finite but for the program's own infinities in input " + intended) +
+           "; " + watched;
   }
   if (status == "handed_in") {
     return "watch: the first NaN/Inf was handed to " + where + " in input " + list("nonfinite_inputs") +
            ", made by no op the watch saw; " + watched;
   }
-  return "watch: no NaN/Inf in " + watched;
+  const uint64_t intended_ops = w.value("intended_ops", uint64_t{0});
+  return "watch: no NaN/Inf in " + watched +
+         (intended_ops == 0 ? std::string()
+                            : " but for the program's own infinities (masks) in " + std::to_string(intended_ops));
 }
 
 void printHuman(const format::OpRecord& r, const std::map<uint64_t, format::StackRecord>& stacks,

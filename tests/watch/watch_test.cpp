@@ -223,6 +223,8 @@ TEST(Watch, TheProgramsOwnInfinitiesInAnAttentionMaskAreNoFind) {
     EXPECT_EQ(w["status"], "none") << w.dump();
     // Per step: full, triu, the copy to the device (on it), the add.
     EXPECT_GE(w["intended_ops"].get<uint64_t>(), 9u) << w.dump();
+    RunResult list = analyzer({"list", dir.path()});
+    EXPECT_NE(list.out.find("but for the program's own infinities (masks) in "), std::string::npos) << list.out;
   }
 }
 
@@ -245,6 +247,9 @@ TEST(Watch, ANaNMadeFromTheProgramsOwnInfinitiesIsFound) {
     EXPECT_EQ(w["status"], "found") << w.dump();
     EXPECT_EQ(w["intended_inputs"], nlohmann::json::array({0}));
     EXPECT_EQ(w["nonfinite_inputs"], nlohmann::json::array());
+    RunResult list = analyzer({"list", dir.path()});
+    EXPECT_NE(list.out.find("from inputs finite but for the program's own infinities in input 0"), std::string::npos)
+        << list.out;
   }
 }
 
