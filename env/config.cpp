@@ -11,6 +11,9 @@
 #include <utility>
 #include <vector>
 
+#include <dirent.h>
+#include <sys/stat.h>
+
 extern char** environ;
 
 namespace acc::env {
@@ -89,6 +92,34 @@ bool looksLikeRecordName(const std::string& name) {
          parseInt(name.substr(dot + 1, pass - dot - 1), 0, INT64_MAX).has_value();
 }
 
+bool isFile(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// A recording made with ACC_RANDOM=save: a rank directory holding
+// random.acc, or a directory of rank*/ subdirectories one of which does.
+bool holdsRandomDraws(const std::string& dir) {
+  if (isFile(dir + "/" + kRandomFile)) return true;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return false;
+  bool found = false;
+  while (dirent* e = ::readdir(d)) {
+    if (std::strncmp(e->d_name, "rank", 4) == 0 && isFile(dir + "/" + e->d_name + "/" + kRandomFile)) {
+      found = true;
+      break;
+    }
+  }
+  ::closedir(d);
+  return found;
+}
+
+bool sameDirectory(const std::string& a, const std::string& b) {
+  struct stat sa {}, sb {};
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino;
+}
+
 class Parser {
  public:
   Parser(const Lookup& lookup, ParseResult& result) : lookup_(lookup), result_(result) {}
@@ -155,6 +186,7 @@ const std::vector<Variable>& variables() {
       {"ACC_WATCH", "off", "off or naninf: naninf watches every op and writes only the first that makes a NaN or infinity from finite inputs"},
       {"ACC_WATCH_CONTEXT", "64", "an integer 0..100000: ops before the watch's find whose metadata is written with it"},
       {"ACC_WATCH_ABORT", "0", "0 or 1: 1 stops the program (exit status 3) once the watch has found and written its op"},
+      {"ACC_RANDOM", "off", "off, save (store what random ops draw) or the directory of a recording made with ACC_RANDOM=save (replay its draws here: changes this run's numbers on purpose)"},
       {"ACC_EAGER", "0", "0 or 1: 1 turns torch.compile off for the run, so every op is recorded"},
   };
   return table;
@@ -297,6 +329,25 @@ ParseResult parse(const Lookup& lookup, char** environment) {
     if (set != nullptr) result.errors.push_back(std::string("acc: ") + set + " is set but ACC_WATCH is not naninf; allowed: set ACC_WATCH=naninf with it, or unset it");
   }
 
+  p.field("ACC_RANDOM", [&](const std::string& v) {
+    const std::string m = lower(v);
+    if (m == "off" || m == "save") {
+      c.random = m == "off" ? Random::Off : Random::Save;
+      return true;
+    }
+    if (v.empty() || !holdsRandomDraws(v)) return false;
+    c.random = Random::Replay;
+    c.random_source = v;
+    return true;
+  });
+  // The source's records would be overwritten by this run's (its rank
+  // directory or the recording holding it).
+  if (c.random == Random::Replay &&
+      (sameDirectory(c.random_source, c.output_dir) || sameDirectory(c.random_source + "/..", c.output_dir))) {
+    result.errors.push_back("acc: ACC_RANDOM=\"" + c.random_source +
+                            "\" is ACC_OUTPUT_DIR itself or inside it, which this run overwrites; allowed: another recording's directory");
+  }
+
   for (char** e = environment; e != nullptr && *e != nullptr; ++e) {
     if (std::strncmp(*e, "ACC_", 4) != 0) continue;
     std::string name(*e, std::strcspn(*e, "="));
@@ -332,6 +383,15 @@ const char* passesName(Passes passes) {
 }
 
 const char* watchName(Watch watch) { return watch == Watch::NanInf ? "naninf" : "off"; }
+
+const char* randomName(Random random) {
+  switch (random) {
+    case Random::Off: return "off";
+    case Random::Save: return "save";
+    case Random::Replay: return "replay";
+  }
+  return "?";
+}
 
 const char* stackModeName(StackMode mode) {
   switch (mode) {

@@ -15,6 +15,7 @@ enum class Passes : uint8_t { Forward = 1, Backward = 2, Both = 3 };
 enum class StackMode : uint8_t { None = 0, Python = 1, Native = 2, Both = 3 };
 enum class OnFull : uint8_t { Wait, Drop };
 enum class Watch : uint8_t { Off, NanInf };
+enum class Random : uint8_t { Off, Save, Replay };
 
 // Inclusive ranges of training-step numbers; empty means every step.
 struct StepSet {
@@ -54,6 +55,10 @@ struct Config {
   Watch watch = Watch::Off;
   uint64_t watch_context = 64;
   bool watch_abort = false;  // exit once it is found
+  // ACC_RANDOM (recorder/random_tape.h): save the values random ops draw
+  // (random.acc), or replay those of the recording in random_source.
+  Random random = Random::Off;
+  std::string random_source;  // Replay: the reference recording's directory
 
   bool records(Passes pass) const {
     return (static_cast<uint8_t>(passes) & static_cast<uint8_t>(pass)) != 0;
@@ -90,5 +95,9 @@ int64_t processRank(const Lookup& lookup);
 const char* passesName(Passes passes);
 const char* stackModeName(StackMode mode);
 const char* watchName(Watch watch);
+const char* randomName(Random random);
+
+// The file of a rank directory that holds what ACC_RANDOM=save drew.
+inline constexpr const char* kRandomFile = "random.acc";
 
 }  // namespace acc::env

@@ -86,11 +86,11 @@ c10::Event recordEvent(const c10::Device& device) {
   return event;
 }
 
-void captureOnDevice(const at::Tensor& t, int level, size_t index, CapturedOp& op) {
+void captureOnDevice(const at::Tensor& t, int level, size_t index, CapturedOp& op, bool with_stats) {
   const c10::DeviceType type = t.device().type();
   DeviceValues values;
   values.tensor = index;
-  if (level >= 1) {
+  if (level >= 1 && with_stats) {
     values.stats = hostBuffer({kDeviceStatsSize}, at::kDouble, type);
     values.stats.copy_(deviceStats(t), /*non_blocking=*/true);
   }

@@ -19,8 +19,8 @@
 namespace acc::recorder {
 
 // Queues the statistics (level >= 1) and data (level 2) of device tensor
-// `t`, which is op.tensors[index].
-void captureOnDevice(const at::Tensor& t, int level, size_t index, CapturedOp& op);
+// `t`, which is op.tensors[index]; `with_stats` false: the data alone.
+void captureOnDevice(const at::Tensor& t, int level, size_t index, CapturedOp& op, bool with_stats = true);
 
 // Records an event on the current stream of each device that has copies
 // queued since the last call: called at the end of each capture batch.

@@ -17,6 +17,8 @@ nlohmann::json configToJson(const env::Config& c) {
       {"watch", env::watchName(c.watch)},
       {"watch_context", c.watch_context},
       {"watch_abort", c.watch_abort},
+      {"random", env::randomName(c.random)},
+      {"random_source", c.random_source},
       {"output_dir", c.output_dir},
       {"level", c.level},
       {"inputs", c.inputs},

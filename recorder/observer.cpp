@@ -94,6 +94,7 @@ struct OpContext : at::ObserverContext {
   std::unique_ptr<CapturedOp> record;
   bool hooked = false;
   uint64_t backward_seq = 0;
+  RandomTape::Op random;  // ACC_RANDOM: a random op's draw to save or replay
 };
 
 // Where a finished record goes: to the writer, or to the NaN/Inf watch,
@@ -424,8 +425,13 @@ std::unique_ptr<at::ObserverContext> onStart(const at::RecordFunction& fn) {
   const bool backward = scope == at::RecordScope::BACKWARD_FUNCTION;
   if (backward) flushPending(*s);
   auto ctx = enter(*s, backward);
+  RandomTape* tape = s->random();
   try {
     if (!backward) noteWrites(*s, fn, *ctx);
+    if (tape != nullptr) {
+      if (tls.depth == 1) RandomTape::outerStarted(fn.name());
+      if (!backward) ctx->random = tape->started(fn);
+    }
   } catch (...) {
     s->counts().capture_errors.fetch_add(1, std::memory_order_relaxed);
   }
@@ -433,6 +439,7 @@ std::unique_ptr<at::ObserverContext> onStart(const at::RecordFunction& fn) {
   try {
     if (backward) startBackward(*s, fn, *ctx);
     else startForward(*s, fn, *ctx);
+    if (tape != nullptr && !backward && tls.depth == 1) RandomTape::outerNumbered(ctx->number);
   } catch (...) {
     // acc must never fail the op it observes.
     s->counts().capture_errors.fetch_add(1, std::memory_order_relaxed);
@@ -455,6 +462,9 @@ void onEnd(const at::RecordFunction& fn, at::ObserverContext* base) {
       endBackward(*s, *ctx);
     } else if (ctx->entered && fn.scope() == at::RecordScope::FUNCTION) {
       trackUninitialized(*s, fn, *ctx);
+      // Before its outputs are recorded: a replayed draw is what the
+      // program goes on with.
+      if (ctx->random.kind != RandomKind::None) s->random()->ended(fn, ctx->random, s->step());
       if (ctx->forward) endForward(*s, fn, *ctx);
     }
   } catch (...) {

@@ -94,6 +94,13 @@ Session* Session::start(const env::Config& config, int64_t rank, const std::stri
     delete s;
     return nullptr;
   }
+  if (config.random != env::Random::Off) {
+    s->random_ = RandomTape::open(config, rank, taken, s->random_error_);
+    if (!s->random_) {
+      std::fprintf(stderr, "acc: ACC_RANDOM: %s; random draws are not %s\n", s->random_error_.c_str(),
+                   config.random == env::Random::Save ? "saved" : "replayed");
+    }
+  }
   s->writeManifest("running");
   g_session = s;
   g_active.store(s, std::memory_order_release);
@@ -110,6 +117,16 @@ Session* Session::start(const env::Config& config, int64_t rank, const std::stri
     std::fprintf(stderr, "acc: recording rank %lld to %s (level %d, passes %s, %s ops)\n",
                  static_cast<long long>(rank), taken.c_str(), config.level,
                  env::passesName(config.passes), config.nested ? "all" : "top-level");
+  }
+  if (!config.quiet && s->random_) {
+    if (config.random == env::Random::Save) {
+      std::fprintf(stderr, "acc: saving what random ops draw to %s/%s (ACC_RANDOM=save)\n", taken.c_str(),
+                   env::kRandomFile);
+    } else {
+      std::fprintf(stderr,
+                   "acc: replaying the random draws of %s (ACC_RANDOM): this run's numbers change on purpose\n",
+                   config.random_source.c_str());
+    }
   }
   // Module paths and gradients come from torch's Python module hooks: a
   // program without Python (a C++ libtorch program) has neither.
@@ -128,10 +145,12 @@ void Session::stop() {
   g_active.store(nullptr, std::memory_order_release);
   observer::uninstall();
   if (s->watch_) s->watch_->drain(*s);
+  if (s->random_) s->random_->stop();
   s->writer_->stop();
   s->writeManifest("complete");
   const std::string watched = s->watch_ ? s->watch_->summary() : std::string();
   if (!watched.empty() && !s->config_.quiet) std::fprintf(stderr, "%s\n", watched.c_str());
+  if (s->random_ && !s->config_.quiet) std::fprintf(stderr, "%s\n", s->random_->summary().c_str());
   if (!s->config_.quiet) {
     WriterCounts w = s->writer_->counts();
     std::fprintf(stderr, "acc: rank %lld: %llu records written, %llu dropped, %llu lost to %s%s%s\n",
@@ -198,6 +217,11 @@ void Session::writeManifest(const char* status) {
       {"io_error", writer_->ioError()},
   };
   if (watch_) m["watch"] = watch_->toJson();
+  if (random_) {
+    m["random"] = random_->toJson();
+  } else if (config_.random != env::Random::Off) {
+    m["random"] = {{"mode", env::randomName(config_.random)}, {"error", random_error_}};
+  }
   writeManifestFile(dir_, m);
 }
 

@@ -14,6 +14,7 @@
 #include "recorder/backward_links.h"
 #include "recorder/content_store.h"
 #include "recorder/numeric_settings.h"
+#include "recorder/random_tape.h"
 #include "recorder/selector.h"
 #include "recorder/uninitialized_memory.h"
 #include "recorder/stack_registry.h"
@@ -47,6 +48,8 @@ class Session {
   NumericSettings& numerics() { return numerics_; }
   // The NaN/Inf watch (ACC_WATCH=naninf), null when off.
   Watch* watch() { return watch_.get(); }
+  // ACC_RANDOM's tape, null when off (or when it could not be opened).
+  RandomTape* random() { return random_.get(); }
   const std::string& dir() const { return dir_; }
   // Null when ACC_DEDUP=0 or at level 0 (no values to deduplicate).
   ContentStore* contents() { return config_.dedup && config_.level >= 1 ? &contents_ : nullptr; }
@@ -83,6 +86,8 @@ class Session {
   NumericSettings numerics_;
   ContentStore contents_;
   std::unique_ptr<Watch> watch_;
+  std::unique_ptr<RandomTape> random_;
+  std::string random_error_;  // why ACC_RANDOM is not in effect
   std::atomic<int64_t> step_{0};
   std::atomic<uint64_t> forward_numbers_{0};
   std::atomic<uint64_t> unlinked_numbers_{0};

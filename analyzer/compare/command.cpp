@@ -24,6 +24,7 @@
 #include "analyzer/recording.h"
 #include "analyzer/report_html.h"
 #include "analyzer/report_xlsx.h"
+#include "format/random_ops.h"
 #include "replay/pool.h"
 
 namespace acc::analyzer {
@@ -193,6 +194,11 @@ void printVerdict(const CompareResult& r, const CompareCounts& c, const std::vec
       << " with values compared): " << c.pairs_pass << " pass, " << c.pairs_warn << " warn\n";
   } else if (first->origin) {
     o << "acc-analyzer compare: DIVERGENCE, first origin:\n  " << recordTitle(*first) << "\n";
+    if (format::randomKindOf(first->op) != format::RandomKind::None) {
+      o << "    draws random numbers: each device's generator draws its own, so the runs part here\n"
+           "    whatever their kernels; record DIR0 with ACC_RANDOM=save and DIR1 with ACC_RANDOM=DIR0\n"
+           "    to give DIR1 the draws of DIR0 (README: Random ops)\n";
+    }
     for (const TensorPair& p : first->tensors) {
       if (p.verdict == Verdict::Fail && !consumes(*first, p)) o << "    " << pairLine(p) << "\n";
     }

@@ -23,7 +23,11 @@
 //    that rounds differently;
 //  - TESTDEV_MATMUL=tf32: mm, addmm and bmm round their float32 factors to
 //    TF32 (10 mantissa bits) first, as a GPU's tensor cores do where
-//    torch's settings allow TF32.
+//    torch's settings allow TF32;
+//  - a random generator of its own (seeded by TESTDEV_SEED, default 1)
+//    for bernoulli_ and a fused native_dropout kernel (it draws inside, as
+//    CUDA's does): dropout here draws other masks than the CPU's from the
+//    same seed, as every real device does.
 //
 // Python: torch.ops.load_library(path); on torch 2.x tests/accelerator/
 // testdev.py also renames the backend to "testdev" (torch 1.13 has the key
@@ -43,7 +47,10 @@
 #include <limits>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <random>
 #include <string>
+#include <tuple>
 
 #include "replay/reduced_precision.h"
 #include "testdev_compat.h"
@@ -361,10 +368,46 @@ void tf32Kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   fallback(op, stack);
 }
 
+// The device's own generator: 0/1 draws with probability `keep` of 1.
+at::Tensor drawMask(at::IntArrayRef sizes, double keep, at::ScalarType dtype) {
+  static std::mutex mutex;
+  static std::mt19937_64 generator(static_cast<uint64_t>(envInt("TESTDEV_SEED", 1)));
+  at::Tensor mask = at::empty(sizes, at::TensorOptions().dtype(at::kBool));
+  bool* m = mask.data_ptr<bool>();
+  std::bernoulli_distribution draw(std::min(1.0, std::max(0.0, keep)));
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (int64_t i = 0; i < mask.numel(); ++i) m[i] = draw(generator);
+  }
+  return dtype == at::kBool ? mask : mask.to(dtype);
+}
+
+at::Tensor& bernoulli(at::Tensor& self, double p, Optional<at::Generator>) {
+  KernelScope scope;
+  at::DisableRecordFunctionGuard kernel;  // a kernel: no ops of its own to see
+  hostAlias(self).copy_(drawMask(self.sizes(), p, self.scalar_type()));
+  return self;
+}
+
+// A fused dropout: mask and output in one kernel, as CUDA's.
+std::tuple<at::Tensor, at::Tensor> nativeDropout(const at::Tensor& input, double p, Optional<bool> train) {
+  KernelScope scope;
+  at::DisableRecordFunctionGuard kernel;
+  at::Tensor host = hostAlias(input);
+  if ((train.has_value() && !*train) || p == 0) {
+    return {deviceAlias(host.clone()), deviceAlias(at::ones(host.sizes(), host.options().dtype(at::kBool)))};
+  }
+  at::Tensor mask = drawMask(host.sizes(), 1 - p, at::kBool);
+  const double scale = p >= 1 ? 0 : 1 / (1 - p);
+  return {deviceAlias(host.mul(mask).mul_(scale)), deviceAlias(mask)};
+}
+
 }  // namespace
 }  // namespace testdev
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("bernoulli_.float", TORCH_FN(testdev::bernoulli));
+  m.impl("native_dropout", TORCH_FN(testdev::nativeDropout));
   m.impl("empty.memory_format", TORCH_FN(testdev::emptyMemoryFormat));
   m.impl("empty_strided", TORCH_FN(testdev::emptyStrided));
   m.impl("_copy_from", TORCH_FN(testdev::copyFrom));

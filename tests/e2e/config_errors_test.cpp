@@ -31,6 +31,7 @@ const BadValue kBadValues[] = {
     {"ACC_QUIET", "loud"},          {"ACC_EAGER", "lazy"},
     {"ACC_GRADS", "all"},           {"ACC_WATCH", "nan"},
     {"ACC_WATCH_CONTEXT", "-1"},    {"ACC_WATCH_ABORT", "later"},
+    {"ACC_RANDOM", "/nonexistent/acc-reference"},
 };
 
 TEST(ConfigErrors, EveryVariableHasABadValueAbove) {

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include <cstdint>
 #include <algorithm>
 #include <map>
@@ -289,7 +292,8 @@ INSTANTIATE_TEST_SUITE_P(
                       InvalidCase{"ACC_EAGER", "lazy"}, InvalidCase{"ACC_GRADS", "2"},
                       InvalidCase{"ACC_WATCH", "nan"}, InvalidCase{"ACC_WATCH", "inf"},
                       InvalidCase{"ACC_WATCH_CONTEXT", "-1"}, InvalidCase{"ACC_WATCH_CONTEXT", "100001"},
-                      InvalidCase{"ACC_WATCH_ABORT", "2"}),
+                      InvalidCase{"ACC_WATCH_ABORT", "2"}, InvalidCase{"ACC_RANDOM", ""},
+                      InvalidCase{"ACC_RANDOM", "replay"}, InvalidCase{"ACC_RANDOM", "/nonexistent/acc-reference"}),
     [](const ::testing::TestParamInfo<InvalidCase>& info) {
       return std::string(info.param.name).substr(4) + "_" + std::to_string(info.index);
     });
@@ -301,7 +305,8 @@ TEST(ConfigTest, EveryDocumentedVariableHasAnInvalidCase) {
        {"ACC_ENABLE", "ACC_OUTPUT_DIR", "ACC_LEVEL", "ACC_INPUTS", "ACC_OUTPUTS", "ACC_PASSES",
         "ACC_OP_RANGE", "ACC_OP_LIST", "ACC_MODULES", "ACC_SKIP", "ACC_STEPS", "ACC_RANKS", "ACC_STACK",
         "ACC_NESTED", "ACC_DEDUP", "ACC_BUFFER_MB", "ACC_ZSTD_LEVEL", "ACC_DATA_ZSTD_LEVEL", "ACC_FRAME_KB", "ACC_ON_FULL",
-        "ACC_QUIET", "ACC_EAGER", "ACC_GRADS", "ACC_WATCH", "ACC_WATCH_CONTEXT", "ACC_WATCH_ABORT"}) {
+        "ACC_QUIET", "ACC_EAGER", "ACC_GRADS", "ACC_WATCH", "ACC_WATCH_CONTEXT", "ACC_WATCH_ABORT",
+        "ACC_RANDOM"}) {
     covered.emplace_back(n);
   }
   for (const Variable& v : variables()) {
@@ -309,6 +314,29 @@ TEST(ConfigTest, EveryDocumentedVariableHasAnInvalidCase) {
     EXPECT_NE(std::string(v.allowed), "") << v.name;
   }
   EXPECT_EQ(variables().size(), covered.size());
+}
+
+TEST(ConfigTest, RandomSettings) {
+  EXPECT_EQ(FakeEnv({}).parse().config.random, Random::Off);
+  EXPECT_EQ(FakeEnv({{"ACC_RANDOM", "Save"}}).parse().config.random, Random::Save);
+  EXPECT_EQ(FakeEnv({{"ACC_RANDOM", "off"}}).parse().config.random, Random::Off);
+  // A recording made with ACC_RANDOM=save: its directory or a rank's.
+  const std::string dir = ::testing::TempDir() + "/acc-random-config";
+  std::filesystem::create_directories(dir + "/rank0");
+  std::ofstream(dir + "/rank0/random.acc") << "x";
+  for (const std::string& source : {dir, dir + "/rank0"}) {
+    ParseResult r = FakeEnv({{"ACC_RANDOM", source}}).parse();
+    ASSERT_TRUE(r.ok()) << r.errors.front();
+    EXPECT_EQ(r.config.random, Random::Replay);
+    EXPECT_EQ(r.config.random_source, source);
+  }
+  // The directory this run records into cannot be its source.
+  for (const std::string& source : {dir, dir + "/rank0"}) {
+    ParseResult same = FakeEnv({{"ACC_RANDOM", source}, {"ACC_OUTPUT_DIR", dir}}).parse();
+    ASSERT_EQ(same.errors.size(), 1u) << source;
+    EXPECT_NE(same.errors[0].find("is ACC_OUTPUT_DIR itself"), std::string::npos) << same.errors[0];
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(ConfigTest, WatchSettings) {
