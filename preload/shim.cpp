@@ -50,22 +50,33 @@ std::string shimDirectory() {
   return slash == std::string::npos ? "." : path.substr(0, slash);
 }
 
-// multiprocessing's forkserver process (the default start method from
-// Python 3.14) is a fresh interpreter that imports the user's main module,
-// and so torch, only to fork workers from: it runs none of the program's
-// ops, and its workers are forked (and do not record). Recording it would
-// only leave an empty second recording beside the real one.
-bool isForkServer() {
+// The process's command line, its arguments joined by spaces.
+std::string commandLine() {
   FILE* f = std::fopen("/proc/self/cmdline", "rb");
-  if (f == nullptr) return false;
+  if (f == nullptr) return "";
   char buffer[4096];
   const size_t n = std::fread(buffer, 1, sizeof buffer - 1, f);
   std::fclose(f);
   for (size_t i = 0; i < n; ++i) {
     if (buffer[i] == '\0') buffer[i] = ' ';
   }
-  buffer[n] = '\0';
-  return std::strstr(buffer, "from multiprocessing.forkserver import main") != nullptr;
+  return std::string(buffer, n);
+}
+
+// Processes that import torch but run none of the program's ops, so that
+// recording them would only leave an empty recording beside the real ones
+// (or, for a launcher, take rank 0's directory from the real rank 0):
+//  - multiprocessing's forkserver (the default start method from Python
+//    3.14), a fresh interpreter that imports the user's main module only to
+//    fork workers from (which do not record);
+//  - torchrun's launcher (torch.distributed.run, .launch), which starts the
+//    ranks with RANK set and has none itself.
+bool notAProgram() {
+  const std::string cmd = commandLine();
+  if (cmd.find("from multiprocessing.forkserver import main") != std::string::npos) return true;
+  return std::getenv("RANK") == nullptr &&
+         (cmd.find("torch.distributed.run") != std::string::npos ||
+          cmd.find("torch.distributed.launch") != std::string::npos || cmd.find("torchrun ") != std::string::npos);
 }
 
 void startRecorder(const acc::preload::TorchIdentity& running) {
@@ -77,7 +88,7 @@ void startRecorder(const acc::preload::TorchIdentity& running) {
     return;
   }
   const acc::env::Config& config = parsed.config;
-  if (!config.enabled || isForkServer()) return;
+  if (!config.enabled || notAProgram()) return;
   int64_t rank = acc::env::processRank([](const char* n) { return std::getenv(n); });
   if (!config.ranks.empty() &&
       std::find(config.ranks.begin(), config.ranks.end(), rank) == config.ranks.end()) {

@@ -90,14 +90,33 @@ bool ContentStore::storageUsable(const at::Tensor& t) {
   if (e.counter != counter) {
     // Writes through one counter are invisible to the other: from now on
     // this storage's contents are summarised every time.
-    e.aliased = true;
-    aliased_storages_.fetch_add(1, std::memory_order_relaxed);
-    for (auto c = contents_.begin(); c != contents_.end();) {
-      c = !c->second.empty() && c->second.front().storage == storage ? contents_.erase(c) : std::next(c);
-    }
+    forget(storage);
     return false;
   }
   return true;
+}
+
+void ContentStore::forget(const c10::StorageImpl* storage) {
+  auto it = storages_.find(storage);
+  if (it == storages_.end() || it->second.aliased) return;
+  StorageEntry& e = it->second;
+  e.aliased = true;
+  aliased_storages_.fetch_add(1, std::memory_order_relaxed);
+  for (auto c = contents_.begin(); c != contents_.end();) {
+    c = !c->second.empty() && c->second.front().storage == storage ? contents_.erase(c) : std::next(c);
+  }
+}
+
+void ContentStore::writtenUnseen(const at::Tensor& t) {
+  if (!t.defined() || !t.has_storage()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = storages_.find(t.storage().unsafeGetStorageImpl());
+  if (it == storages_.end()) {
+    if (storages_.size() >= kMaxStorages) return;  // a full table dedups nothing new anyway
+    it = storages_.emplace(t.storage().unsafeGetStorageImpl(),
+                           StorageEntry{t.storage().getWeakStorageImpl(), nullptr, false}).first;
+  }
+  forget(it->first);
 }
 
 ContentStore::Content ContentStore::identify(const at::Tensor& t, std::vector<Pending>& pending) {

@@ -56,6 +56,10 @@ class ContentStore {
   Content identify(const at::Tensor& t, std::vector<Pending>& pending);
   // Makes `pending` referable: its record has been queued.
   void publish(std::vector<Pending>& pending);
+  // `t`'s storage is written where no version counter sees it (a
+  // collective's result, filled in by its backend's thread): never
+  // deduplicated again, as a storage with two counters.
+  void writtenUnseen(const at::Tensor& t);
 
   nlohmann::json countsJson() const;  // manifest "contents"
 
@@ -67,6 +71,7 @@ class ContentStore {
   };
   bool keyable(const at::Tensor& t) const;
   bool storageUsable(const at::Tensor& t);  // holds mu_
+  void forget(const c10::StorageImpl* storage);  // holds mu_: marks it aliased
   void sweep();                             // holds mu_
 
   mutable std::mutex mu_;

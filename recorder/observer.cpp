@@ -10,6 +10,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "recorder/collectives.h"
 #include "recorder/device_capture.h"
 #include "recorder/emit_record.h"
 #include "recorder/module_paths.h"
@@ -95,6 +96,8 @@ struct OpContext : at::ObserverContext {
   bool hooked = false;
   uint64_t backward_seq = 0;
   RandomTape::Op random;  // ACC_RANDOM: a random op's draw to save or replay
+  bool collective = false;  // a c10d:: op: its results arrive after its end
+  c10::IValue filled;       // a collective returning only its work: argument 0, which it fills
 };
 
 // Where a finished record goes: to the writer, or to the NaN/Inf watch,
@@ -134,7 +137,11 @@ std::unique_ptr<CapturedOp> newRecord(Session& s, std::string name, std::string 
   return r;
 }
 
-void captureAll(Session& s, c10::ArrayRef<const c10::IValue> values, Role role, CapturedOp& r) {
+// `dedup` false: every tensor captured whole (a collective's results,
+// written where no version counter sees them). `first_metadata`: argument 0
+// holds no data yet (the buffer a collective fills).
+void captureAll(Session& s, c10::ArrayRef<const c10::IValue> values, Role role, CapturedOp& r, bool dedup = true,
+                bool first_metadata = false) {
   // Capture takes the guard (CaptureGuard: acc's own ops unobserved and out
   // of autograd) only for tensors whose values it reads through ops.
   Capture capture;
@@ -147,14 +154,22 @@ void captureAll(Session& s, c10::ArrayRef<const c10::IValue> values, Role role, 
     s.noteDevice(d);
     tls.last_device = d;
   };
-  capture.contents = r.watch ? nullptr : s.contents();
+  capture.contents = r.watch || !dedup ? nullptr : s.contents();
   if (role == Role::Output && outputsUninitialized(r.op)) {
     capture.uninitialized = [](const at::Tensor&) { return true; };
   } else if (role == Role::Input || role == Role::Output) {
     capture.uninitialized = [&s](const at::Tensor& t) { return s.uninitialized().contains(t); };
   }
   r.tensors.reserve(r.tensors.size() + values.size());
-  for (size_t i = 0; i < values.size(); ++i) captureValue(values[i], role, static_cast<uint32_t>(i), capture, r);
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i == 0 && first_metadata) {
+      Capture metadata = capture;
+      metadata.level = 0;
+      captureValue(values[i], role, 0, metadata, r);
+    } else {
+      captureValue(values[i], role, static_cast<uint32_t>(i), capture, r);
+    }
+  }
   markCopies(r);
 }
 
@@ -268,12 +283,15 @@ void recordGradient(Session& s, const at::RecordFunction& fn, const std::string&
 }
 
 // Top-level ops are those user code called: forward ops outside any other
-// op and outside the engine's own work, and autograd nodes.
-std::unique_ptr<OpContext> enter(Session& s, bool backward) {
+// op and outside the engine's own work, and autograd nodes. Collectives are
+// named wherever they run (DDP's all-reduce runs inside the engine's work,
+// in a gradient hook).
+std::unique_ptr<OpContext> enter(Session& s, bool backward, const char* name) {
   auto ctx = std::make_unique<OpContext>();
   ctx->entered = true;
   ctx->top_level_forward = !backward && tls.depth == 0 && tls.engine_depth == 0;
-  ctx->named = s.config().nested || (tls.depth == 0 && (backward || tls.engine_depth == 0));
+  ctx->collective = !backward && isCollective(name);
+  ctx->named = s.config().nested || (tls.depth == 0 && (backward || tls.engine_depth == 0)) || ctx->collective;
   ++tls.depth;
   return ctx;
 }
@@ -290,7 +308,9 @@ void startForward(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
   ctx.seq_begin = compat::peekSequenceNr();
   ctx.forward = true;
   ctx.step = s.step();
-  ctx.number = s.nextForwardNumber();
+  // Collectives count apart, so that the ops of a distributed run are
+  // named as those of a run on one process.
+  ctx.number = ctx.collective ? s.nextCollectiveNumber() : s.nextForwardNumber();
   const std::string_view op = fn.name();
   s.counts().ops_seen.fetch_add(1, std::memory_order_relaxed);
   // The name is built before the selector only for ACC_OP_RANGE, which
@@ -314,8 +334,58 @@ void startForward(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
     }
   }
   // Inputs are read now, before an in-place op overwrites them.
-  if (s.config().inputs) captureAll(s, fn.inputs(), Role::Input, *ctx.record);
+  c10::ArrayRef<const c10::IValue> inputs = fn.inputs();
+  if (s.config().inputs) captureAll(s, inputs, Role::Input, *ctx.record, true, ctx.collective && fillsArgument0(op));
+  if (ctx.collective && !inputs.empty()) ctx.filled = inputs[0];
   if (Watch* watch = s.watch()) watch->noteOverwrittenInputs(*ctx.record);
+}
+
+// A collective's results (its tensor outputs, or the argument it fills when
+// it returns only its work) are captured once its work has completed.
+void endCollective(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
+  std::vector<c10::IValue> results;
+  for (const c10::IValue& v : fn.outputs()) {
+    if (v.isTensor() || v.isTensorList() || v.isList()) results.push_back(v);
+  }
+  if (results.empty() && (ctx.filled.isTensor() || ctx.filled.isTensorList() || ctx.filled.isList())) {
+    results.push_back(ctx.filled);
+  }
+  ctx.filled = c10::IValue();
+  // Written behind the version counters: later reads are not references
+  // to what these storages held before.
+  if (ContentStore* contents = s.contents()) {
+    for (const c10::IValue& v : results) {
+      if (v.isTensor()) contents->writtenUnseen(v.toTensor());
+      if (v.isTensorList()) {
+        for (const at::Tensor& t : v.toTensorVector()) contents->writtenUnseen(t);
+      }
+    }
+  }
+  auto pending = std::make_shared<std::unique_ptr<CapturedOp>>(std::move(ctx.record));
+  auto complete = [&s, pending, results = std::move(results)] {
+    std::unique_ptr<CapturedOp> record = std::move(*pending);
+    if (!record) return;
+    try {
+      if (s.config().outputs) {
+        captureAll(s, c10::ArrayRef<const c10::IValue>(results.data(), results.size()), Role::Output, *record,
+                   /*dedup=*/false);
+      }
+      record->end_ns = nowNs();
+      finishRecord(s, std::move(record));
+    } catch (...) {
+      s.counts().capture_errors.fetch_add(1, std::memory_order_relaxed);
+    }
+  };
+  s.counts().collectives_pending.fetch_add(1, std::memory_order_relaxed);
+  auto done = [&s, complete] {
+    s.counts().collectives_pending.fetch_sub(1, std::memory_order_relaxed);
+    if (Session::active() == &s) complete();
+  };
+  if (!whenComplete(fn.outputs(), done)) {
+    // No work to wait for (or no future to wait with): as good as now.
+    s.counts().collectives_pending.fetch_sub(1, std::memory_order_relaxed);
+    complete();
+  }
 }
 
 void endForward(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
@@ -330,6 +400,10 @@ void endForward(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
     }
   }
   if (!ctx.record) return;
+  if (ctx.collective) {
+    endCollective(s, fn, ctx);
+    return;
+  }
   if (s.config().outputs) {
     const std::vector<c10::IValue>& outputs = fn.outputs();
     captureAll(s, c10::ArrayRef<const c10::IValue>(outputs.data(), outputs.size()), Role::Output, *ctx.record);
@@ -424,7 +498,7 @@ std::unique_ptr<at::ObserverContext> onStart(const at::RecordFunction& fn) {
   }
   const bool backward = scope == at::RecordScope::BACKWARD_FUNCTION;
   if (backward) flushPending(*s);
-  auto ctx = enter(*s, backward);
+  auto ctx = enter(*s, backward, fn.name());
   RandomTape* tape = s->random();
   try {
     if (!backward) noteWrites(*s, fn, *ctx);

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -164,6 +165,7 @@ void Session::stop() {
 void Session::advanceStep() {
   step_.fetch_add(1, std::memory_order_relaxed);
   forward_numbers_.store(0, std::memory_order_relaxed);
+  collective_numbers_.store(0, std::memory_order_relaxed);
   unlinked_numbers_.store(0, std::memory_order_relaxed);
   links_.clear();
   numerics_.sample();
@@ -207,6 +209,7 @@ void Session::writeManifest(const char* status) {
         {"dropped", w.records_dropped},
         {"lost_io", w.records_lost},
         {"capture_errors", counts_.capture_errors.load()},
+        {"collectives_unfinished", std::max<int64_t>(0, counts_.collectives_pending.load())},
         {"steps", step_.load() + 1},
         {"stacks", stacks_ ? stacks_->distinctStacks() : 0},
         {"stacks_lost", w.others_lost},

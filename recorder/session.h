@@ -28,6 +28,9 @@ struct SessionCounts {
   std::atomic<uint64_t> recorded{0};
   std::atomic<uint64_t> skipped{0};   // named ops the filters left out
   std::atomic<uint64_t> capture_errors{0};
+  // Collectives whose results are awaited (observer.cpp): at exit, those
+  // whose work never completed, their records not written.
+  std::atomic<int64_t> collectives_pending{0};
 };
 
 class Session {
@@ -58,6 +61,7 @@ class Session {
   int64_t step() const { return step_.load(std::memory_order_relaxed); }
   void advanceStep();
   uint64_t nextForwardNumber() { return forward_numbers_.fetch_add(1); }
+  uint64_t nextCollectiveNumber() { return collective_numbers_.fetch_add(1); }
   uint64_t nextUnlinkedNumber() { return unlinked_numbers_.fetch_add(1); }
   uint64_t nextIndex() { return indices_.fetch_add(1); }
 
@@ -90,6 +94,7 @@ class Session {
   std::string random_error_;  // why ACC_RANDOM is not in effect
   std::atomic<int64_t> step_{0};
   std::atomic<uint64_t> forward_numbers_{0};
+  std::atomic<uint64_t> collective_numbers_{0};
   std::atomic<uint64_t> unlinked_numbers_{0};
   std::atomic<uint64_t> indices_{0};
   std::mutex devices_mutex_;

@@ -232,7 +232,11 @@ void printVerdict(const CompareResult& r, const CompareCounts& c, const std::vec
       if (p.verdict == Verdict::Fail) o << "    " << pairLine(p) << "\n";
     }
     std::vector<const UnmatchedRecord*> before = unmatchedBefore(r, *first);
-    if (before.empty()) {
+    if (first->from_other_ranks) {
+      o << "    a collective: its inputs on rank " << first->rank << " agree, its result does not: another rank's\n"
+           "    contribution differs; compare the other ranks' recordings (give compare the directories\n"
+           "    holding every rank{R}/) to find the op that made it\n";
+    } else if (before.empty()) {
       o << "    its inputs already differ: the difference enters before it (different input data,\n"
            "    or ops that were not recorded)\n";
     } else {

@@ -5,6 +5,8 @@
 #include <cctype>
 #include <chrono>
 #include <map>
+#include <mutex>
+#include <atomic>
 #include <memory>
 #include <thread>
 
@@ -206,54 +208,85 @@ CompareResult compareRecordings(const CompareOptions& options) {
     }
   }
 
-  // Pass 2: tensor data, streamed, rank pair by rank pair.
+  // Pass 2: tensor data, streamed; rank pairs side by side, each with its
+  // share of the threads and of the memory budget.
   const unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
-  StreamCounters counters;
+  struct PlanOutput {
+    std::vector<RecordComparison> records;
+    std::vector<std::string> problems;
+    StreamCounters counters;
+  };
+  std::vector<PlanOutput> outs(plans.size());
+  const size_t concurrent = std::max<size_t>(1, std::min<size_t>(plans.size(), threads));
   progress.scanning = false;
   const double pass2_start = elapsed();
+  std::mutex tick_mutex;
   auto tick = [&] {
     if (!options.progress) return;
-    progress.pairs_done = counters.pairs_done.load();
-    progress.bytes_done = counters.bytes_done.load();
+    std::lock_guard<std::mutex> lock(tick_mutex);
+    progress.pairs_done = progress.bytes_done = 0;
+    for (const PlanOutput& o : outs) {
+      progress.pairs_done += o.counters.pairs_done.load();
+      progress.bytes_done += o.counters.bytes_done.load();
+    }
     progress.seconds = elapsed();
     progress.comparing_seconds = progress.seconds - pass2_start;
     options.progress(progress);
   };
-  std::unique_ptr<replay::Pool> pool;
-  for (RankPlan& plan : plans) {
-    std::vector<RecordComparison> records;
-    records.reserve(plan.pairs.size());
+  auto comparePlan = [&](size_t k) {
+    RankPlan& plan = plans[k];
+    PlanOutput& out = outs[k];
+    out.records.reserve(plan.pairs.size());
     for (const AlignedPair& p : plan.pairs) {
-      records.push_back(describePair(plan.a->records[p.i0], plan.b->records[p.i1], plan.a->rank.rank));
+      out.records.push_back(describePair(plan.a->records[p.i0], plan.b->records[p.i1], plan.a->rank.rank));
     }
     StreamJob job;
     job.side0 = plan.a;
     job.side1 = plan.b;
     job.pairs = &plan.pairs;
     job.thresholds = &options.thresholds;
-    job.threads = threads;
-    job.memory_budget = options.memory_budget;
+    job.threads = std::max<unsigned>(1, threads / static_cast<unsigned>(concurrent));
+    job.memory_budget = std::max<uint64_t>(options.memory_budget / concurrent, uint64_t(1) << 20);
     job.tick = tick;
-    streamCompare(job, records, counters, result.problems);
-    judgeAtAllowedPrecision(records, plan.pairs, plan.a->records, plan.a->rank.manifest, plan.b->records,
+    streamCompare(job, out.records, out.counters, out.problems);
+    judgeAtAllowedPrecision(out.records, plan.pairs, plan.a->records, plan.a->rank.manifest, plan.b->records,
                             plan.b->rank.manifest, options.thresholds);
-    judgeRecords(records, options.thresholds);
+    judgeRecords(out.records, options.thresholds);
+    attachStacks(*plan.a, plan.a->records, plan.pairs, out.records);
+    attachRerecord(plan.b->records, plan.pairs, out.records);
+  };
+  if (concurrent == 1) {
+    for (size_t k = 0; k < plans.size(); ++k) comparePlan(k);
+  } else {
+    std::atomic<size_t> next{0};
+    std::vector<std::thread> pool;
+    for (size_t t = 0; t < concurrent; ++t) {
+      pool.emplace_back([&] {
+        for (size_t k; (k = next.fetch_add(1)) < plans.size();) comparePlan(k);
+      });
+    }
+    for (std::thread& t : pool) t.join();
+  }
+  // Replay (one pool of acc-replay workers) and the merge, rank by rank.
+  std::unique_ptr<replay::Pool> pool;
+  for (size_t k = 0; k < plans.size(); ++k) {
+    PlanOutput& out = outs[k];
     if (options.replay) {
       if (!pool) pool = std::make_unique<replay::Pool>(options.replay_binary, threads);
-      confirmByReplay(records, plan.a->rank, plan.b->rank, options.thresholds, *pool, options.replay_limit,
-                      result.notes);
+      confirmByReplay(out.records, plans[k].a->rank, plans[k].b->rank, options.thresholds, *pool,
+                      options.replay_limit, result.notes);
     }
-    attachStacks(*plan.a, plan.a->records, plan.pairs, records);
-    attachRerecord(plan.b->records, plan.pairs, records);
-    for (RecordComparison& r : records) {
+    for (std::string& p : out.problems) result.problems.push_back(std::move(p));
+    for (RecordComparison& r : out.records) {
       result.tensors_compared += std::count_if(r.tensors.begin(), r.tensors.end(),
                                                [](const TensorPair& p) { return p.metrics.compared; });
       result.records.push_back(std::move(r));
     }
+    result.bytes_compared += out.counters.bytes_done;
+    result.pairs_reused += out.counters.pairs_reused;
+    // Held side by side: the peaks add up.
+    result.peak_held_bytes += out.counters.peak_held_bytes;
   }
-  result.bytes_compared = counters.bytes_done;
-  result.peak_held_bytes = counters.peak_held_bytes;
-  result.pairs_reused = counters.pairs_reused;
   for (size_t i = 0; i < result.records.size(); ++i) {
     if (result.records[i].origin) result.origins.push_back(i);
   }

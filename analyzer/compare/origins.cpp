@@ -177,6 +177,12 @@ void judgeRecords(std::vector<RecordComparison>& records, const Thresholds& thre
       }
     }
     r.origin = output_fails && r.output_error > thresholds.origin_factor * r.input_error;
+    if (r.origin && isCollectiveRecord(r)) {
+      // What its inputs lack came in with another rank's contribution.
+      r.origin = false;
+      r.from_other_ranks = true;
+      r.inherits_recorded = false;
+    }
     r.replay = ReplayCheck();
     // Level 1 cannot replay, and a division (Adam's update by sqrt(v) + eps)
     // turns the small error of small elements into a large one on the

@@ -114,6 +114,9 @@ struct RecordComparison {
   // error grew through recorded ops (a failing record that is no origin is
   // then drift, not a difference entering from outside).
   bool inherits_recorded = false;
+  // A collective whose result differs while its inputs here agree: the
+  // difference came from another rank (isCollectiveRecord).
+  bool from_other_ranks = false;
   ReplayCheck replay;  // candidates for origin at level 2 (compare), every record (check)
   // Level-1 candidates: the environment that re-records just this region at
   // level 2 (ACC_LEVEL=2 ACC_STEPS=.. ACC_OP_RANGE=..), so replay can judge it.
@@ -124,6 +127,12 @@ struct RecordComparison {
 // but never a divergence's origin or its first failing record: the ops that
 // computed the gradient are.
 inline bool isGradientRecord(const RecordComparison& r) { return r.op == format::kGradientOp; }
+
+// Collectives (c10d:: ops): their results hold every rank's contribution,
+// so an error they carry that their own inputs lack came from another rank
+// (or from the collective's own arithmetic, which is the backend's): never
+// an origin. The other rank's recording names the op that made it.
+inline bool isCollectiveRecord(const RecordComparison& r) { return r.op.rfind("c10d::", 0) == 0; }
 
 // One parameter's gradient at each optimizer step it was recorded: the
 // parameter-by-step map of ACC_GRADS (analyzer/compare/gradients.h).

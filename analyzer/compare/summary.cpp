@@ -247,6 +247,7 @@ nlohmann::json summaryJson(const CompareResult& r, const Thresholds& t, const Su
   if (first) {
     j["first_divergence"] = recordSummaryJson(*first, true);
     j["first_divergence"]["inherits_recorded"] = first->inherits_recorded;
+    j["first_divergence"]["from_other_ranks"] = first->from_other_ranks;
     if (!first->origin) {
       nlohmann::json before = nlohmann::json::array();
       for (const UnmatchedRecord* u : unmatchedBefore(r, *first)) {

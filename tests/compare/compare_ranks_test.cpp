@@ -1,0 +1,152 @@
+// Distributed runs: tests/scripts/ddp_train.py (DDP, gloo, CPU) on 2 ranks,
+// started with torchrun on torch 2.x and by hand with torchrun's variables
+// on 1.13 (whose torchrun fails under Python 3.11). Each rank records its
+// own directory, collectives hold their results as the backend delivered
+// them, and compare names the rank and op of a kernel made wrong on one rank.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+
+#include "tests/compare/recordings.h"
+
+namespace acc::test {
+namespace {
+namespace fs = std::filesystem;
+
+bool torch2() {
+  static const bool yes = [] {
+    RunResult r = run({{python(), "-c", "import torch; print(torch.__version__)"}, {}, "", false, ""});
+    return r.out.rfind("1.", 0) != 0;
+  }();
+  return yes;
+}
+
+// Both ranks of ddp_train.py recorded into `dir` at level 2.
+RunResult recordRanks(const std::string& dir, std::map<std::string, std::string> env = {}) {
+  env["LAUNCH_SCRIPT"] = testScript("ddp_train.py");
+  env["LAUNCH_TORCHRUN"] = torch2() ? "1" : "0";
+  env.emplace("ACC_LEVEL", "2");
+  RunResult r = recordPython(testScript("launch_ranks.py"), dir, env);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  return r;
+}
+
+std::string reference() {
+  return cachedRecording("ddp_ref", testScript("launch_ranks.py"),
+                         {{"LAUNCH_SCRIPT", testScript("ddp_train.py")}, {"LAUNCH_TORCHRUN", torch2() ? "1" : "0"},
+                          {"ACC_LEVEL", "2"}});
+}
+
+std::vector<float> floats(const format::Tensor& t) {
+  std::vector<float> v(t.numel());
+  EXPECT_EQ(t.data.size(), v.size() * sizeof(float));
+  std::memcpy(v.data(), t.data.data(), std::min(t.data.size(), v.size() * sizeof(float)));
+  return v;
+}
+
+const format::Tensor* tensorOf(const format::OpRecord& r, format::Role role) {
+  for (const format::Tensor& t : r.tensors) {
+    if (t.role == role && t.position == 0 && t.item == 0) return &t;
+  }
+  return nullptr;
+}
+
+TEST(Ranks, EachRankRecordsItsOwnDirectoryAndItsCollectivesResults) {
+  TempDir dir;
+  RunResult r = recordRanks(dir.path());
+  RunResult plain = run({{python(), testScript("launch_ranks.py")},
+                         {{"LAUNCH_SCRIPT", testScript("ddp_train.py")}, {"LAUNCH_TORCHRUN", torch2() ? "1" : "0"}},
+                         "", false, ""});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  // Recording changes no rank's losses (torchrun interleaves the ranks' lines).
+  auto sorted = [](std::vector<std::string> lines) {
+    std::sort(lines.begin(), lines.end());
+    return lines;
+  };
+  EXPECT_EQ(sorted(lossLines(r.out)), sorted(lossLines(plain.out)));
+  EXPECT_EQ(lossLines(r.out).size(), 4u) << r.out;
+  // One directory per rank, none for a launcher.
+  std::vector<std::string> entries;
+  for (const auto& e : fs::directory_iterator(dir.path())) entries.push_back(e.path().filename().string());
+  std::sort(entries.begin(), entries.end());
+  EXPECT_EQ(entries, (std::vector<std::string>{"rank0", "rank1"}));
+
+  Recording rank[2] = {readRank(dir / "rank0"), readRank(dir / "rank1")};
+  for (int k : {0, 1}) EXPECT_EQ(rank[k].manifest["rank"], k);
+  // DDP's gradient all-reduce (one bucket) in each step, named apart from
+  // the ops (their numbers are those of a run on one process).
+  for (int64_t step : {0, 1}) {
+    const format::OpRecord* reduce[2] = {nullptr, nullptr};
+    for (int k : {0, 1}) {
+      for (const auto& rec : rank[k].records) {
+        if (rec.op == "c10d::allreduce_" && rec.step == step) reduce[k] = &rec;
+      }
+      ASSERT_NE(reduce[k], nullptr) << "rank " << k << " step " << step;
+      EXPECT_EQ(reduce[k]->name.rfind("c10d::allreduce_.", 0), 0u) << reduce[k]->name;
+    }
+    const format::Tensor* in[2] = {tensorOf(*reduce[0], format::Role::Input), tensorOf(*reduce[1], format::Role::Input)};
+    const format::Tensor* out[2] = {tensorOf(*reduce[0], format::Role::Output), tensorOf(*reduce[1], format::Role::Output)};
+    for (int k : {0, 1}) {
+      ASSERT_TRUE(in[k] && in[k]->has_data) << k;
+      ASSERT_TRUE(out[k] && out[k]->has_data) << k;
+    }
+    // Each output is the sum of both ranks' inputs, as the backend
+    // delivered it after the op returned: never the input read too early.
+    const std::vector<float> a = floats(*in[0]), b = floats(*in[1]), x = floats(*out[0]), y = floats(*out[1]);
+    ASSERT_EQ(a.size(), x.size());
+    size_t differ = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      EXPECT_EQ(x[i], a[i] + b[i]) << "step " << step << " element " << i;
+      EXPECT_EQ(x[i], y[i]) << "step " << step << " element " << i;
+      differ += x[i] != a[i];
+    }
+    EXPECT_GT(differ, x.size() / 2) << "step " << step;
+    EXPECT_EQ(rank[0].manifest["counts"]["collectives_unfinished"], 0);
+  }
+}
+
+TEST(Ranks, AWrongKernelOnOneRankIsNamedOnThatRank) {
+  TempDir dut, out;
+  recordRanks(dut.path(), {{"WRONG_GELU_LIB", ACC_WRONG_GELU_LIB}, {"WRONG_GELU_RANK", "1"}});
+  Analysis a = analyze({"compare", reference(), dut.path()}, out.path());
+  EXPECT_EQ(a.run.exit_code, 1) << a.run.out << a.run.err;
+  const nlohmann::json& first = a.summary["first_divergence"];
+  ASSERT_TRUE(first.is_object()) << a.run.out;
+  EXPECT_EQ(first["op"], "aten::gelu") << a.run.out;
+  EXPECT_EQ(first["rank"], 1) << a.run.out;
+  EXPECT_EQ(first["step"], 0);
+  EXPECT_EQ(first["origin"], true);
+  // Rank 0 receives the error through the all-reduce: never an origin there.
+  ASSERT_FALSE(a.summary["origins"].empty());
+  for (const auto& origin : a.summary["origins"]) {
+    EXPECT_EQ(origin["op"], "aten::gelu") << origin.dump();
+    EXPECT_EQ(origin["rank"], 1) << origin.dump();
+  }
+
+  // Rank 0 alone: the first failing record is its all-reduce, whose
+  // difference came from the other rank, and compare says so.
+  TempDir ref0, dut0, out0;
+  fs::copy(reference() + "/rank0", ref0 / "rank0", fs::copy_options::recursive);
+  fs::copy(dut / "rank0", dut0 / "rank0", fs::copy_options::recursive);
+  Analysis b = analyze({"compare", ref0.path(), dut0.path()}, out0.path());
+  EXPECT_EQ(b.run.exit_code, 1) << b.run.out;
+  EXPECT_EQ(b.summary["first_divergence"]["op"], "c10d::allreduce_") << b.run.out;
+  EXPECT_EQ(b.summary["first_divergence"]["from_other_ranks"], true) << b.run.out;
+  EXPECT_TRUE(b.summary["origins"].empty()) << b.run.out;
+  EXPECT_NE(b.run.out.find("another rank's"), std::string::npos) << b.run.out;
+}
+
+TEST(Ranks, ARankRecordedOnOneSideOnlyIsReported) {
+  TempDir one, out;
+  fs::copy(reference() + "/rank0", one / "rank0", fs::copy_options::recursive);
+  Analysis a = analyze({"compare", reference(), one.path()}, out.path());
+  EXPECT_EQ(a.run.exit_code, 0) << a.run.out << a.run.err;
+  bool noted = false;
+  for (const auto& note : a.summary["notes"]) noted = noted || note.get<std::string>().find("rank 1") == 0;
+  EXPECT_TRUE(noted) << a.summary["notes"].dump();
+}
+
+}  // namespace
+}  // namespace acc::test

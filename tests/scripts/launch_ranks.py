@@ -1,0 +1,51 @@
+"""Starts the ranks of a distributed test program and waits for them, the
+way a user would: with torchrun, or by hand with torchrun's variables
+(Debian 12's torchrun fails under Python 3.11). It never imports torch, so
+a preloaded recorder does not take it for a rank.
+
+Options (environment):
+  LAUNCH_SCRIPT   the program (a path)
+  LAUNCH_RANKS    processes (default 2)
+  LAUNCH_TORCHRUN 1: run `python -m torch.distributed.run --nproc_per_node N`;
+                  otherwise start each rank with MASTER_ADDR, MASTER_PORT,
+                  RANK, LOCAL_RANK and WORLD_SIZE set
+Prints the ranks' output (stdout), rank by rank, and exits with the first
+non-zero exit status.
+"""
+import os
+import socket
+import subprocess
+import sys
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main():
+    script = os.environ["LAUNCH_SCRIPT"]
+    ranks = int(os.environ.get("LAUNCH_RANKS", "2"))
+    port = str(free_port())
+    if os.environ.get("LAUNCH_TORCHRUN") == "1":
+        done = subprocess.run([sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={ranks}",
+                               "--master_addr=127.0.0.1", f"--master_port={port}", script],
+                              stdout=subprocess.PIPE, timeout=600)
+        sys.stdout.write(done.stdout.decode())
+        return done.returncode
+    procs = []
+    for rank in range(ranks):
+        env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=port, RANK=str(rank), LOCAL_RANK=str(rank),
+                   WORLD_SIZE=str(ranks))
+        procs.append(subprocess.Popen([sys.executable, script], env=env, stdout=subprocess.PIPE))
+    status = 0
+    for p in procs:
+        out, _ = p.communicate(timeout=600)
+        sys.stdout.write(out.decode())
+        status = status or p.returncode
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
