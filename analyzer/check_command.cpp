@@ -51,6 +51,8 @@ constexpr const char* kUsage =
     "No reference run is needed. Backward records replay their forward op and\n"
     "autograd on the recorded incoming gradients. Random ops, collectives and\n"
     "ops without a CPU kernel cannot be replayed: they are counted, with why.\n"
+    "DIR may be an msprobe dump, read as a recording (as by compare); its\n"
+    "entries name Python APIs, which cannot be replayed.\n"
     "docs/METRICS.md (\"Replay\", \"check\") gives the rules.\n"
     "\n"
     "Output, in OUT (default ./acc_check): summary.json, report.csv,\n"

@@ -1,5 +1,6 @@
 // acc-analyzer export DIR -o OUT --format npy: recorded tensor data as .npy
-// files with an index.json.
+// files with an index.json; --format msprobe: the recording in msprobe's
+// dump layout (analyzer/msprobe/export.h).
 #include <cstdint>
 #include <algorithm>
 #include <cctype>
@@ -11,6 +12,7 @@
 #include <tuple>
 
 #include "analyzer/commands.h"
+#include "analyzer/msprobe/export.h"
 #include "analyzer/npy_writer.h"
 #include "analyzer/recording.h"
 #include "analyzer/text.h"
@@ -20,7 +22,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kUsage =
-    "usage: acc-analyzer export DIR -o OUT [--format npy] [--name SUBSTR]... [--rank R]\n"
+    "usage: acc-analyzer export DIR -o OUT [--format npy|msprobe] [--name SUBSTR]... [--rank R]\n"
     "\n"
     "Writes every tensor of the recording in DIR that carries data (recorded with\n"
     "ACC_LEVEL=2) as a NumPy .npy file, and OUT/index.json listing each file with\n"
@@ -30,7 +32,7 @@ constexpr const char* kUsage =
     "with characters other than letters, digits, '.', '-' and '_' replaced by '_'.\n"
     "\n"
     "  -o, --output OUT   output directory (created when missing)\n"
-    "  --format npy       the file format (npy, the only one so far)\n"
+    "  --format npy       the file format: npy (default), or msprobe, below\n"
     "  --name SUBSTR      only records whose name contains SUBSTR, case-insensitive;\n"
     "                     repeat for several (a record matching any is exported)\n"
     "  --rank R           only rank R\n"
@@ -39,6 +41,16 @@ constexpr const char* kUsage =
     "float64, complex64 and complex128 keep their numpy dtype. bfloat16 has none:\n"
     "it is exported as float32 ('<f4'), which holds every bfloat16 value exactly;\n"
     "index.json keeps \"dtype\": \"bfloat16\" and gives \"npy_dtype\": \"<f4\".\n"
+    "\n"
+    "--format msprobe writes the recording as Huawei msprobe's dump, which\n"
+    "msprobe's compare and graph_visualize read:\n"
+    "  OUT/step{S}/rank{R}/dump.json, stack.json, construct.json\n"
+    "  and dump_tensor_data/*.pt (torch.save files) where data was recorded:\n"
+    "task \"tensor\" for a level-2 recording, \"statistics\" otherwise. Records\n"
+    "become entries {Prefix}.{op}.{n}.{forward|backward} (aten::gelu is\n"
+    "Aten.gelu, c10d:: ops are Distributed), n counting the op's forward calls\n"
+    "in the step; gradient records and a forward op's later autograd nodes\n"
+    "have no place there and are counted as left out.\n"
     "\n"
     "Exit codes: 0 exported; 2 usage error, unreadable or damaged recording (the\n"
     "readable tensors are still exported), no tensor data (a level 0 or 1\n"
@@ -94,8 +106,8 @@ std::optional<int> parse(const std::vector<std::string>& args, Options& o) {
     std::cerr << "acc-analyzer export: DIR and -o OUT are required\n" << kUsage;
     return kExitInput;
   }
-  if (o.format != "npy") {
-    std::cerr << "acc-analyzer export: unknown --format '" << o.format << "' (supported: npy)\n";
+  if (o.format != "npy" && o.format != "msprobe") {
+    std::cerr << "acc-analyzer export: unknown --format '" << o.format << "' (supported: npy, msprobe)\n";
     return kExitInput;
   }
   return std::nullopt;
@@ -191,10 +203,25 @@ std::string levelOf(const std::vector<RankRecording>& ranks) {
 
 }  // namespace
 
+int exportMsprobe(const Options& o) {
+  msprobe::ExportOptions m{o.dir, o.out, o.names, o.rank};
+  const msprobe::Exported e = msprobe::exportDump(m);
+  if (e.records_matched == 0) {
+    std::cerr << "acc-analyzer export: no record in " << o.dir << " matches --name; nothing exported\n";
+    return kExitInput;
+  }
+  std::cout << "exported " << e.entries << " record(s) as msprobe entries (task " << e.task << ", " << e.tensors
+            << " tensor(s), " << e.files << " .pt file(s)) to " << o.out;
+  if (e.left_out) std::cout << "; " << e.left_out << " left out (gradient records, later autograd nodes)";
+  std::cout << "\n";
+  return e.damaged ? kExitInput : kExitOk;
+}
+
 int exportCommand(const std::vector<std::string>& args) {
   Options o;
   if (std::optional<int> done = parse(args, o)) return *done;
   try {
+    if (o.format == "msprobe") return exportMsprobe(o);
     std::vector<RankRecording> ranks = openRecording(o.dir);
     Exporter exporter(o);
     bool damaged = false, rank_seen = false;

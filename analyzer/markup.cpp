@@ -25,33 +25,43 @@ size_t utf8Length(std::string_view text, size_t i) {
   return n;
 }
 
+// Appends text[i...] (one character, or its replacement) to `out`;
+// returns the bytes it took.
+size_t appendValid(std::string_view text, size_t i, std::string& out) {
+  const char c = text[i];
+  const size_t n = utf8Length(text, i);
+  const bool control = n == 1 && static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r';
+  if (n == 0 || control) {
+    out += kReplacement;
+    return 1;
+  }
+  out.append(text.substr(i, n));
+  return n;
+}
+
 }  // namespace
+
+std::string validText(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) i += appendValid(text, i, out);
+  return out;
+}
 
 std::string escapeMarkup(std::string_view text) {
   std::string out;
   out.reserve(text.size());
   for (size_t i = 0; i < text.size();) {
-    char c = text[i];
-    switch (c) {
+    switch (text[i]) {
       case '&': out += "&amp;"; ++i; continue;
       case '<': out += "&lt;"; ++i; continue;
       case '>': out += "&gt;"; ++i; continue;
       case '"': out += "&quot;"; ++i; continue;
       case '\'': out += "&#39;"; ++i; continue;
-      default: break;
-    }
-    size_t n = utf8Length(text, i);
-    bool control = n == 1 && static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r';
-    if (n == 0 || control) {
-      out += kReplacement;
-      ++i;
-    } else {
-      out.append(text.substr(i, n));
-      i += n;
+      default: i += appendValid(text, i, out);
     }
   }
   return out;
 }
-
 
 }  // namespace acc::analyzer

@@ -11,5 +11,9 @@ namespace acc::analyzer {
 // than tab, newline and carriage return with U+FFFD.
 std::string escapeMarkup(std::string_view text);
 
+// The same repairs, nothing escaped: text for a writer that escapes it
+// itself (report.xlsx through libxlsxwriter).
+std::string validText(std::string_view text);
+
 
 }  // namespace acc::analyzer

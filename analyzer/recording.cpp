@@ -1,5 +1,8 @@
 #include "analyzer/recording.h"
 
+#include "analyzer/msprobe/dump_dir.h"
+#include "analyzer/msprobe/import.h"
+
 #include <cstdint>
 #include <algorithm>
 #include <filesystem>
@@ -42,8 +45,9 @@ std::vector<RankRecording> openRecording(const std::string& path) {
   fs::path p(path);
   std::error_code ec;
   if (!fs::exists(p, ec)) throw InputError(path + ": no such file or directory");
-  if (!fs::is_directory(p, ec)) throw InputError(path + ": not a directory (give the recording's directory)");
   if (fs::exists(p / kRecordsFile, ec)) return {openRank(p)};
+  if (msprobe::isDump(path)) return openRecording(msprobe::importedCopy(path));
+  if (!fs::is_directory(p, ec)) throw InputError(path + ": not a directory (give the recording's directory)");
   std::vector<RankRecording> ranks;
   for (const auto& entry : fs::directory_iterator(p, ec)) {
     if (entry.is_directory() && fs::exists(entry.path() / kRecordsFile)) ranks.push_back(openRank(entry.path()));

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -44,8 +45,7 @@ double columnWidth(const std::string& name, ColumnType type) {
   return 9;
 }
 
-XlsxSheet tensorSheet(const CompareResult& result) {
-  XlsxSheet sheet("tensors");
+void tensorSheet(const CompareResult& result, XlsxWorkbook& sheet) {
   const std::vector<Column>& columns = reportColumns();
   std::vector<XlsxCell> header;
   std::vector<double> widths;
@@ -53,9 +53,8 @@ XlsxSheet tensorSheet(const CompareResult& result) {
     header.push_back(XlsxCell::str(c.name));
     widths.push_back(columnWidth(c.name, c.type));
   }
-  sheet.setColumnWidths(widths);
-  sheet.freeze(1, 2);  // header row; index and name stay visible when scrolling right
-  sheet.autoFilter();
+  // The header row frozen; index and name stay visible when scrolling right.
+  sheet.addSheet("tensors", widths, 1, 2);
   sheet.addRow(header, XlsxStyle::Header);
   std::vector<XlsxCell> cells(columns.size());
   for (const RecordComparison& r : result.records) {
@@ -65,19 +64,15 @@ XlsxSheet tensorSheet(const CompareResult& result) {
       sheet.addRow(cells, rowStyle(p.verdict, r.origin));
     }
   }
-  return sheet;
 }
 
-XlsxSheet originSheet(const CompareResult& result) {
-  XlsxSheet sheet("origins");
+void originSheet(const CompareResult& result, XlsxWorkbook& sheet) {
   std::vector<XlsxCell> header;
   for (const char* name : {"name", "op", "pass", "step", "rank", "index", "worst tensor", "cosine", "max_abs",
                            "max_rel", "rel_l2", "input_error", "output_error", "verdict", "stack top frame"}) {
     header.push_back(XlsxCell::str(name));
   }
-  sheet.setColumnWidths({34, 24, 6, 6, 6, 8, 14, 12, 12, 12, 12, 12, 12, 8, 70});
-  sheet.freeze(1, 1);
-  sheet.autoFilter();
+  sheet.addSheet("origins", {34, 24, 6, 6, 6, 8, 14, 12, 12, 12, 12, 12, 12, 8, 70}, 1, 1);
   sheet.addRow(header, XlsxStyle::Header);
   for (size_t index : result.origins) {
     if (index >= result.records.size()) continue;
@@ -99,14 +94,10 @@ XlsxSheet originSheet(const CompareResult& result) {
                   XlsxCell::str(verdictName(r.verdict)), XlsxCell::str(r.stack0.empty() ? "" : r.stack0.front())},
                  rowStyle(r.verdict, false));
   }
-  return sheet;
 }
 
-XlsxSheet unmatchedSheet(const CompareResult& result) {
-  XlsxSheet sheet("unmatched");
-  sheet.setColumnWidths({8, 34, 24, 6, 6, 8});
-  sheet.freeze(1, 0);
-  sheet.autoFilter();
+void unmatchedSheet(const CompareResult& result, XlsxWorkbook& sheet) {
+  sheet.addSheet("unmatched", {8, 34, 24, 6, 6, 8}, 1, 0);
   sheet.addRow({XlsxCell::str("only in"), XlsxCell::str("name"), XlsxCell::str("op"), XlsxCell::str("step"),
                 XlsxCell::str("rank"), XlsxCell::str("index")},
                XlsxStyle::Header);
@@ -115,14 +106,10 @@ XlsxSheet unmatchedSheet(const CompareResult& result) {
                   XlsxCell::num(static_cast<double>(u.step)), XlsxCell::num(static_cast<double>(u.rank)),
                   XlsxCell::num(static_cast<double>(u.index))});
   }
-  return sheet;
 }
 
-XlsxSheet moduleSheet(const CompareResult& result) {
-  XlsxSheet sheet("modules");
-  sheet.setColumnWidths({34, 8, 6, 6, 8, 12, 34, 34, 6});
-  sheet.freeze(1, 1);
-  sheet.autoFilter();
+void moduleSheet(const CompareResult& result, XlsxWorkbook& sheet) {
+  sheet.addSheet("modules", {34, 8, 6, 6, 8, 12, 34, 34, 6}, 1, 1);
   std::vector<XlsxCell> header;
   for (const char* name : {"module", "records", "fail", "warn", "origins", "worst error", "worst record",
                            "first failing record", "its step"}) {
@@ -139,18 +126,21 @@ XlsxSheet moduleSheet(const CompareResult& result) {
                   failing ? XlsxCell::num(static_cast<double>(m.first_failing_step)) : XlsxCell()},
                  rowStyle(m.fail ? Verdict::Fail : m.warn ? Verdict::Warn : Verdict::Pass, false));
   }
-  return sheet;
 }
 
 }  // namespace
 
 void writeXlsxReport(const CompareResult& result, const std::string& path) {
-  std::vector<XlsxSheet> sheets;
-  sheets.push_back(tensorSheet(result));
-  sheets.push_back(originSheet(result));
-  if (!result.modules.empty()) sheets.push_back(moduleSheet(result));
-  if (!result.unmatched.empty()) sheets.push_back(unmatchedSheet(result));
-  writeXlsx(sheets, path);
+  XlsxWorkbook book(path);
+  tensorSheet(result, book);
+  originSheet(result, book);
+  if (!result.modules.empty()) moduleSheet(result, book);
+  if (!result.unmatched.empty()) unmatchedSheet(result, book);
+  book.close();
+  if (book.rowsLeftOut()) {
+    std::fprintf(stderr, "acc-analyzer: %s holds Excel's limit of %u rows a sheet; %llu rows left out (report.csv holds every row)\n",
+                 path.c_str(), kXlsxMaxRows, static_cast<unsigned long long>(book.rowsLeftOut()));
+  }
 }
 
 }  // namespace acc::analyzer

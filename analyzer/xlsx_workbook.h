@@ -1,8 +1,11 @@
-// A minimal SpreadsheetML (.xlsx) writer: sheets of numbers and inline
-// strings, a fixed set of cell styles, frozen panes, column widths and an
-// autofilter. Rows are serialized as they are added.
+// report.xlsx's workbook on libxlsxwriter, in its constant-memory mode:
+// each row goes to disk as it is added, so a report of a million rows does
+// not hold them. Sheets of numbers and strings, a fixed set of cell styles,
+// frozen panes, column widths and an autofilter over each sheet's rows.
 #pragma once
 
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,36 +23,31 @@ struct XlsxCell {
   static XlsxCell str(std::string_view s);
 };
 
-class XlsxSheet {
+// Excel's own limit: a sheet holds at most this many rows, its header included.
+constexpr uint32_t kXlsxMaxRows = 1048576;
+
+class XlsxWorkbook {
  public:
-  explicit XlsxSheet(std::string name) : name_(std::move(name)) {}
+  // Throws std::runtime_error naming `path` when it cannot be created.
+  explicit XlsxWorkbook(const std::string& path);
+  ~XlsxWorkbook();
+  XlsxWorkbook(const XlsxWorkbook&) = delete;
+  XlsxWorkbook& operator=(const XlsxWorkbook&) = delete;
 
-  void setColumnWidths(std::vector<double> widths) { widths_ = std::move(widths); }
-  // Freezes the first `rows` rows and `cols` columns.
-  void freeze(int rows, int cols) { freeze_rows_ = rows, freeze_cols_ = cols; }
-  // Autofilter over the first row and every row added.
-  void autoFilter() { autofilter_ = true; }
-  void addRow(const std::vector<XlsxCell>& cells, XlsxStyle style = XlsxStyle::Normal);
+  // Sheets are written one after the other: rows go to the sheet added last.
+  void addSheet(const std::string& name, const std::vector<double>& widths, int freeze_rows, int freeze_cols);
+  // False (the row left out, and counted) past Excel's row limit.
+  bool addRow(const std::vector<XlsxCell>& cells, XlsxStyle style = XlsxStyle::Normal);
+  uint64_t rowsLeftOut() const { return left_out_; }
 
-  const std::string& name() const { return name_; }
-  bool hasAutoFilter() const { return autofilter_; }
-  // "$A$1:$C$9": the filtered range (header and rows).
-  std::string filterRange() const;
-  std::string xml() const;
+  // Sets each sheet's autofilter over its rows and writes the file; throws
+  // std::runtime_error naming the path on failure.
+  void close();
 
  private:
-  std::string name_;
-  std::vector<double> widths_;
-  int freeze_rows_ = 0, freeze_cols_ = 0;
-  bool autofilter_ = false;
-  size_t rows_ = 0, max_cols_ = 0;
-  std::string data_;  // <row> elements
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  uint64_t left_out_ = 0;
 };
-
-// "A", "B", ..., "Z", "AA", ...: the letters of the 0-based column `index`.
-std::string columnLetters(size_t index);
-
-// Writes the workbook; throws std::runtime_error naming `path` on I/O errors.
-void writeXlsx(const std::vector<XlsxSheet>& sheets, const std::string& path);
 
 }  // namespace acc::analyzer

@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "format/bytes.h"
+#include "format/record_sink.h"
 #include "format/record.h"
 
 namespace acc::recorder {
@@ -23,31 +24,6 @@ constexpr auto kTickInterval = std::chrono::seconds(1);
 // How long stop() waits for a device's values before counting them lost.
 constexpr auto kStopWait = std::chrono::seconds(10);
 
-// Writes all of `data`; returns 0 or the errno that stopped it.
-int writeAll(int fd, const char* data, size_t size) {
-  while (size > 0) {
-    ssize_t n = ::write(fd, data, size);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return errno;
-    }
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
-  return 0;
-}
-
-bool isOpRecord(const std::string& record) {
-  format::RecordCursor cursor(record);
-  format::RecordKind kind;
-  std::string_view body;
-  try {
-    return cursor.next(kind, body) && kind == format::RecordKind::Op;
-  } catch (const format::FormatError&) {
-    return false;
-  }
-}
-
 }  // namespace
 
 Writer::Writer(const std::string& path, const env::Config& config, std::function<void()> tick)
@@ -58,10 +34,11 @@ Writer::Writer(const std::string& path, const env::Config& config, std::function
   fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) throw std::runtime_error(path + ": " + std::strerror(errno));
   std::string header = format::fileHeader();
-  if (int err = writeAll(fd_, header.data(), header.size())) {
+  if (int err = format::writeAll(fd_, header.data(), header.size())) {
     ::close(fd_);
     throw std::runtime_error(path + ": " + std::strerror(err));
   }
+  header_bytes_ = header.size();
   bytes_ = header.size();
   thread_ = std::thread([this] { run(); });
 }
@@ -113,7 +90,7 @@ bool Writer::push(std::unique_ptr<QueuedRecord> item) {
   // A record that was not queued is still here: only then is it read to
   // tell op records (counted as dropped) from stack records.
   if (!queued) {
-    const bool op = item->in_flight || isOpRecord(item->bytes);
+    const bool op = item->in_flight || format::isOpRecord(item->bytes);
     (op ? dropped_ : others_lost_).fetch_add(1, std::memory_order_relaxed);
   }
   return queued;
@@ -146,9 +123,9 @@ bool Writer::settle(QueuedRecord& item, bool stopping) {
 }
 
 void Writer::run() {
-  encoder_ = std::make_unique<format::FrameEncoder>(config_.zstd_level);
-  data_encoder_ = std::make_unique<format::FrameEncoder>(config_.data_zstd_level);
-  frame_bytes_ = config_.frame_kb << 10;
+  sink_ = std::make_unique<format::RecordSink>(fd_, config_.zstd_level, config_.data_zstd_level,
+                                               config_.frame_kb << 10);
+  const size_t frame_bytes = config_.frame_kb << 10;
   auto last_flush = std::chrono::steady_clock::now();
   auto last_tick = last_flush;
   for (;;) {
@@ -163,12 +140,16 @@ void Writer::run() {
       waiting_ = std::move(item);
     }
     const bool added = item != nullptr;
-    if (item && !item->bytes.empty()) add(item->bytes);
+    if (item && !item->bytes.empty()) {
+      sink_->add(item->bytes);
+      publishCounts();  // whole data frames may have been written
+    }
     if (item) recycle(std::move(item));
     auto now = std::chrono::steady_clock::now();
-    bool due = !payload_.empty() && now - last_flush >= kFlushInterval;
-    if (payload_.size() >= frame_bytes_ || due || (!added && !waiting_ && stopping)) {
-      if (!payload_.empty()) flush();
+    const size_t pending = sink_->pending();
+    bool due = pending != 0 && now - last_flush >= kFlushInterval;
+    if (pending >= frame_bytes || due || (!added && !waiting_ && stopping)) {
+      if (pending != 0) flush();
       last_flush = now;
     }
     if (tick_ && now - last_tick >= kTickInterval) {
@@ -184,96 +165,25 @@ void Writer::run() {
   }
 }
 
-// Records go to the record payload; an op's tensor bytes go to the data
-// stream, and the record is wrapped with the offset they start at.
-void Writer::add(const std::string& item) {
-  const bool op = isOpRecord(item);
-  ++(op ? payload_records_ : payload_others_);
-  std::string_view record = item, data;
-  if (op) {
-    try {
-      format::splitRecord(item, record, data);
-    } catch (const format::FormatError&) {
-      record = item;  // isOpRecord() read its length: cannot happen
-      data = {};
-    }
-  }
-  if (data.empty()) {
-    payload_.append(record);
-    return;
-  }
-  format::wrapWithDataOffset(record, data_offset_ + data_payload_.size(), payload_);
-  addData(data);
-}
-
-void Writer::addData(std::string_view data) {
-  while (!data.empty()) {
-    if (data_payload_.empty() && data.size() >= frame_bytes_) {
-      flushData(data.substr(0, frame_bytes_));  // whole frames straight from the item
-      data.remove_prefix(frame_bytes_);
-      continue;
-    }
-    const size_t n = std::min(frame_bytes_ - data_payload_.size(), data.size());
-    data_payload_.append(data.data(), n);
-    data.remove_prefix(n);
-    if (data_payload_.size() >= frame_bytes_) {
-      flushData(data_payload_);
-      data_payload_.clear();
-    }
-  }
-}
-
-void Writer::flushData(std::string_view data) {
-  try {
-    data_encoder_->encodeData(data, data_offset_, frame_);
-  } catch (const std::exception& e) {
-    frame_.clear();
-    std::lock_guard<std::mutex> lock(error_mutex_);
-    if (io_error_.empty()) io_error_ = e.what();
-  }
-  data_offset_ += data.size();
-  writeFrame();
-}
-
-// Writes frame_; false (and io_error_ set) when it or an earlier one failed.
-bool Writer::writeFrame() {
-  {
-    std::lock_guard<std::mutex> lock(error_mutex_);
-    if (!io_error_.empty() || frame_.empty()) return false;
-  }
-  if (int err = writeAll(fd_, frame_.data(), frame_.size())) {
-    std::lock_guard<std::mutex> lock(error_mutex_);
-    io_error_ = std::string("write failed: ") + std::strerror(err);
-    return false;
-  }
-  frames_ += 1;
-  bytes_ += frame_.size();
-  return true;
-}
-
-// The data a record frame refers to is written before it, so a crash never
-// leaves a record whose bytes are not on disk.
 void Writer::flush() {
-  if (!data_payload_.empty()) {
-    flushData(data_payload_);
-    data_payload_.clear();
-  }
-  try {
-    encoder_->encode(payload_, frame_);
-  } catch (const std::exception& e) {
-    frame_.clear();
-    std::lock_guard<std::mutex> lock(error_mutex_);
-    if (io_error_.empty()) io_error_ = e.what();
-  }
-  if (writeFrame()) {
-    written_ += payload_records_;
+  const format::RecordSink::Flushed f = sink_->flush();
+  if (f.ok) {
+    written_ += f.records;
   } else {
-    lost_ += payload_records_;
-    others_lost_ += payload_others_;
+    lost_ += f.records;
+    others_lost_ += f.others;
   }
-  payload_.clear();
-  payload_records_ = 0;
-  payload_others_ = 0;
+  publishCounts();
+}
+
+// What other threads read of the sink's state.
+void Writer::publishCounts() {
+  frames_.store(sink_->frames(), std::memory_order_relaxed);
+  bytes_.store(header_bytes_ + sink_->bytes(), std::memory_order_relaxed);
+  if (!sink_->error().empty()) {
+    std::lock_guard<std::mutex> lock(error_mutex_);
+    if (io_error_.empty()) io_error_ = sink_->error();
+  }
 }
 
 void Writer::stop() {

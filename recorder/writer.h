@@ -13,6 +13,7 @@
 
 #include "env/config.h"
 #include "format/frame.h"
+#include "format/record_sink.h"
 #include "recorder/in_flight.h"
 #include "recorder/ring_buffer.h"
 
@@ -65,11 +66,8 @@ class Writer {
   void recycle(std::unique_ptr<QueuedRecord> item);
   void run();
   bool settle(QueuedRecord& item, bool stopping);
-  void add(const std::string& item);
-  void addData(std::string_view data);
   void flush();
-  void flushData(std::string_view data);
-  bool writeFrame();
+  void publishCounts();
 
   env::Config config_;
   RingBuffer<QueuedRecord> queue_;
@@ -88,14 +86,8 @@ class Writer {
   // Writer-thread state.
   std::unique_ptr<QueuedRecord> waiting_;  // in flight, its values not arrived yet
   std::chrono::steady_clock::time_point stop_seen_;  // when the thread first saw stopping_
-  std::string payload_;
-  uint64_t payload_records_ = 0;  // op records in payload_
-  uint64_t payload_others_ = 0;
-  std::string frame_;
-  std::string data_payload_;   // the data stream not yet in a frame
-  uint64_t data_offset_ = 0;   // stream offset of data_payload_
-  std::unique_ptr<format::FrameEncoder> encoder_, data_encoder_;
-  size_t frame_bytes_ = 0;
+  std::unique_ptr<format::RecordSink> sink_;
+  uint64_t header_bytes_ = 0;
 
   std::atomic<uint64_t> written_{0}, dropped_{0}, lost_{0}, frames_{0}, bytes_{0}, others_lost_{0},
       in_flight_waits_{0};

@@ -50,6 +50,10 @@ format::OpRecord emptyLike(const format::OpRecord& r) {
 }
 
 c10::OperatorHandle findOp(const format::OpRecord& r) {
+  if (r.op.find("::") == std::string::npos) {
+    // An msprobe dump read as a recording names Python APIs (Functional.gelu).
+    throw NotReplayable(r.op + " is not a dispatcher op (msprobe dumps name Python APIs)");
+  }
   if (!r.has_overload) {
     throw NotReplayable("its schema was not recorded (level 2 records it, from format version 3)");
   }

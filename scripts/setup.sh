@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 
 build_packages=(
   build-essential cmake pkg-config binutils
-  libunwind-dev libzstd-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev
+  libunwind-dev libzstd-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev libzip-dev libxlsxwriter-dev zlib1g-dev
 )
 torch_packages=(libtorch-dev python3-torch python3-torchvision)
 # The tests read xlsx reports with openpyxl and screenshot HTML reports;

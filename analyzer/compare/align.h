@@ -26,6 +26,10 @@ struct RecordMeta {
   uint64_t shape_key = 0;  // hash of every tensor's (role, position, item, shape)
   uint64_t data_bytes = 0; // tensor data it holds (level 2)
   bool off_cpu = false;    // a tensor on a device other than the CPU
+  // The checksum of what it produced first (output 0; a backward node's
+  // first gradient out), 0 when not recorded: what an unmatched record
+  // hands to the record it feeds (compare's "fed by").
+  uint64_t output_checksum = 0;
 };
 
 RecordMeta recordMeta(const format::OpRecord& r);

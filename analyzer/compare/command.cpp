@@ -35,7 +35,9 @@ constexpr const char* kUsage =
     "\n"
     "Compares two recordings op by op and names the op where they start to\n"
     "differ. DIR0 is the reference (e.g. CPU or CUDA), DIR1 the device under\n"
-    "test; each is a recording directory (rank*/ folders) or one rank folder.\n"
+    "test; each is a recording directory (rank*/ folders) or one rank folder,\n"
+    "or an msprobe dump (task statistics or tensor: its step*/ folders, a step's\n"
+    "rank/proc folders, or one dump.json), read as a recording (README: msprobe).\n"
     "Records are matched by name within step and rank; where the op sequences\n"
     "differ (extra, missing or fused ops) the rest is aligned on (op, pass,\n"
     "shapes). Level-2 recordings are compared element by element, level-1 ones\n"
@@ -236,6 +238,10 @@ void printVerdict(const CompareResult& r, const CompareCounts& c, const std::vec
       o << "    a collective: its inputs on rank " << first->rank << " agree, its result does not: another rank's\n"
            "    contribution differs; compare the other ranks' recordings (give compare the directories\n"
            "    holding every rank{R}/) to find the op that made it\n";
+    } else if (const Feeder f = feederOf(r, *first); f.record) {
+      o << "    its " << where(*f.input) << " is what " << f.record->name << " made, a record only "
+        << (f.record->side == 0 ? "DIR0" : "DIR1") << " has:\n"
+        << "    the drift starts at " << f.record->name << " (an op the other run does not run)\n";
     } else if (before.empty()) {
       o << "    its inputs already differ: the difference enters before it (different input data,\n"
            "    or ops that were not recorded)\n";

@@ -41,6 +41,7 @@ UnmatchedRecord unmatched(int side, const RecordMeta& m, int64_t rank) {
   u.step = m.step;
   u.rank = rank;
   u.index = m.index;
+  u.output_checksum = m.output_checksum;
   return u;
 }
 

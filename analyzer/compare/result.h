@@ -155,6 +155,7 @@ struct UnmatchedRecord {
   int64_t step = 0;
   int64_t rank = 0;
   uint64_t index = 0;
+  uint64_t output_checksum = 0;  // RecordMeta::output_checksum
 };
 
 // The worst error each nn.Module's ops carry, so a user sees which block

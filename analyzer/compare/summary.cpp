@@ -1,4 +1,5 @@
 #include "analyzer/compare/summary.h"
+#include "analyzer/compare/origins.h"
 #include "analyzer/compare/gradients.h"
 #include "analyzer/record_json.h"
 
@@ -65,6 +66,18 @@ std::vector<const UnmatchedRecord*> unmatchedBefore(const CompareResult& result,
   std::sort(out.begin(), out.end(), [](const UnmatchedRecord* a, const UnmatchedRecord* b) { return a->index < b->index; });
   if (out.size() > limit) out.erase(out.begin(), out.end() - static_cast<long>(limit));
   return out;
+}
+
+Feeder feederOf(const CompareResult& result, const RecordComparison& r) {
+  for (const TensorPair& p : r.tensors) {
+    if (!consumes(r, p) || p.verdict != Verdict::Fail) continue;
+    for (const UnmatchedRecord& u : result.unmatched) {
+      if (u.rank != r.rank || u.step != r.step || u.output_checksum == 0) continue;
+      if (u.index >= (u.side == 0 ? r.index0 : r.index1)) continue;
+      if (u.output_checksum == (u.side == 0 ? p.stats0.checksum : p.stats1.checksum)) return {&u, &p};
+    }
+  }
+  return {};
 }
 
 nlohmann::json metricsJson(const TensorPair& p) {
@@ -254,6 +267,13 @@ nlohmann::json summaryJson(const CompareResult& r, const Thresholds& t, const Su
         before.push_back({{"only_in", u->side == 0 ? "DIR0" : "DIR1"}, {"name", u->name}, {"index", u->index}});
       }
       j["first_divergence"]["unmatched_before"] = before;
+      if (const Feeder f = feederOf(r, *first); f.record) {
+        j["first_divergence"]["fed_by"] = {{"name", f.record->name},
+                                           {"only_in", f.record->side == 0 ? "DIR0" : "DIR1"},
+                                           {"index", f.record->index},
+                                           {"role", format::roleName(f.input->role)},
+                                           {"position", f.input->position}};
+      }
     }
   } else {
     j["first_divergence"] = nullptr;

@@ -44,6 +44,16 @@ Ending endingOf(const CompareResult& r);
 std::vector<const UnmatchedRecord*> unmatchedBefore(const CompareResult& result, const RecordComparison& r,
                                                     size_t limit = 3);
 
+// An unmatched record that ran before `r` and produced the contents of one
+// of r's failing inputs on its side (same checksum): an op only one run has
+// (an extra cast, a scaling) handed r the difference, and the drift starts
+// there. `input`: which of r's tensors it fed.
+struct Feeder {
+  const UnmatchedRecord* record = nullptr;
+  const TensorPair* input = nullptr;
+};
+Feeder feederOf(const CompareResult& result, const RecordComparison& r);
+
 nlohmann::json metricsJson(const TensorPair& p);
 nlohmann::json replayJson(const ReplayCheck& c);
 nlohmann::json moduleSummaryJson(const ModuleSummary& m);

@@ -1,0 +1,68 @@
+// The frames of a records file (records.acc, random.acc): encoded records go
+// into record frames; an op record's tensor bytes go into data frames,
+// written before the frame of the record that refers to them, so a crash
+// never leaves a record whose bytes are not on disk. Single-threaded: the
+// recorder's writer thread drives one (recorder/writer.h), and the analyzer
+// one when it writes a recording itself (an msprobe dump read as one).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "format/frame.h"
+
+namespace acc::format {
+
+class RecordSink {
+ public:
+  // Writes to `fd`, which already holds the file header (fileHeader()).
+  RecordSink(int fd, int zstd_level, int data_zstd_level, size_t frame_bytes);
+  ~RecordSink();
+  RecordSink(const RecordSink&) = delete;
+  RecordSink& operator=(const RecordSink&) = delete;
+
+  // One item: encode() output, for an op record followed by its
+  // appendData() bytes. Data frames may be written at once.
+  void add(std::string_view item);
+  // Bytes of records waiting for the next record frame.
+  size_t pending() const { return payload_.size(); }
+
+  // Writes the pending data and the record frame. `records` and `others`:
+  // how many op records and other records (stacks) it held; `ok` false when
+  // it was not written (this or an earlier write failed: error()).
+  struct Flushed {
+    uint64_t records = 0, others = 0;
+    bool ok = true;
+  };
+  Flushed flush();
+
+  const std::string& error() const { return error_; }  // the first I/O or encoding error
+  uint64_t frames() const { return frames_; }
+  uint64_t bytes() const { return bytes_; }
+
+ private:
+  void addData(std::string_view data);
+  void flushData(std::string_view data);
+  bool writeFrame();
+
+  int fd_;
+  const size_t frame_bytes_;
+  std::unique_ptr<FrameEncoder> encoder_, data_encoder_;
+  std::string payload_;  // records not yet in a frame
+  uint64_t payload_records_ = 0, payload_others_ = 0;
+  std::string data_payload_;  // the data stream not yet in a frame
+  uint64_t data_offset_ = 0;  // stream offset of data_payload_
+  std::string frame_;
+  std::string error_;
+  uint64_t frames_ = 0, bytes_ = 0;
+};
+
+// Whether an encoded item starts with an op record (not a stack record).
+bool isOpRecord(std::string_view item);
+
+// Writes all of `data` to `fd`; 0 or the errno that stopped it.
+int writeAll(int fd, const char* data, size_t size);
+
+}  // namespace acc::format
