@@ -20,6 +20,7 @@
 #include <sstream>
 #include <thread>
 
+#include "analyzer/cli.h"
 #include "analyzer/commands.h"
 #include "analyzer/compare/csv_report.h"
 #include "analyzer/compare/engine.h"
@@ -77,15 +78,6 @@ constexpr const char* kUsage =
 struct Args : JudgeArgs {
   std::string dir;
 };
-
-std::string parse(const std::vector<std::string>& argv, Args& a, bool& help) {
-  a.out = "acc_check";
-  std::string error = parseJudgeArgs(argv, a, help);
-  if (!error.empty() || help) return error;
-  if (a.positional.size() != 1) return "one recording directory expected, got " + std::to_string(a.positional.size());
-  a.dir = a.positional[0];
-  return "";
-}
 
 // Items read ahead of the workers, at most `capacity` at once.
 class ItemQueue {
@@ -254,16 +246,15 @@ void printVerdict(const CompareResult& r, const std::map<std::string, uint64_t>&
 
 int checkCommand(const std::vector<std::string>& argv) {
   Args a;
-  bool help = false;
-  std::string error = parse(argv, a, help);
-  if (help) {
-    std::cout << kUsage;
-    return kExitOk;
-  }
-  if (!error.empty()) {
-    std::cerr << "acc-analyzer check: " << error << "\n\n" << kUsage;
+  a.out = "acc_check";
+  CommandLine cli("check", kUsage);
+  addJudgeOptions(cli.app(), a);
+  if (std::optional<int> done = cli.parse(argv)) return *done;
+  if (a.positional.size() != 1) {
+    std::cerr << "acc-analyzer check: one recording directory expected, got " << a.positional.size() << "\n\n" << kUsage;
     return kExitInput;
   }
+  a.dir = a.positional[0];
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   const auto start = std::chrono::steady_clock::now();
   std::vector<RankRecording> ranks;

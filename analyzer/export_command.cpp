@@ -11,6 +11,7 @@
 #include <set>
 #include <tuple>
 
+#include "analyzer/cli.h"
 #include "analyzer/commands.h"
 #include "analyzer/msprobe/export.h"
 #include "analyzer/npy_writer.h"
@@ -72,42 +73,27 @@ struct Options {
 
 // Returns an exit code when parsing ends the command.
 std::optional<int> parse(const std::vector<std::string>& args, Options& o) {
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    bool has_value = i + 1 < args.size();
-    if (a == "--help" || a == "-h") {
-      std::cout << kUsage;
-      return kExitOk;
-    } else if ((a == "-o" || a == "--output") && has_value) {
-      o.out = args[++i];
-    } else if (a == "--format" && has_value) {
-      o.format = args[++i];
-    } else if (a == "--name" && has_value) {
-      o.names.push_back(lowerCase(args[++i]));
-    } else if (a == "--rank" && has_value) {
-      char* end = nullptr;
-      o.rank = std::strtoll(args[i + 1].c_str(), &end, 10);
-      if (args[i + 1].empty() || *end != '\0') {
-        std::cerr << "acc-analyzer export: --rank expects an integer, got '" << args[i + 1] << "'\n";
-        return kExitInput;
-      }
-      ++i;
-    } else if (!a.empty() && a[0] == '-') {
-      std::cerr << "acc-analyzer export: unknown option or missing value: " << a << "\n" << kUsage;
-      return kExitInput;
-    } else if (o.dir.empty()) {
-      o.dir = a;
-    } else {
-      std::cerr << "acc-analyzer export: one directory expected, got also " << a << "\n";
-      return kExitInput;
-    }
-  }
+  CommandLine cli("export", kUsage);
+  CLI::App& app = cli.app();
+  app.add_option("-o,--output", o.out);
+  addChecked(app, "--format", [&o](const std::string& v) {
+    o.format = v;
+    return v == "npy" || v == "msprobe" ? "" : "unknown --format '" + v + "' (supported: npy, msprobe)";
+  });
+  addChecked(app, "--name", [&o](const std::string& v) {
+    o.names.push_back(lowerCase(v));
+    return "";
+  });
+  addChecked(app, "--rank", [&o](const std::string& v) {
+    int64_t n = 0;
+    std::string error = parseWhole("--rank", v, INT64_MIN, n);
+    o.rank = n;
+    return error;
+  });
+  app.add_option("DIR", o.dir);
+  if (std::optional<int> done = cli.parse(args)) return done;
   if (o.dir.empty() || o.out.empty()) {
-    std::cerr << "acc-analyzer export: DIR and -o OUT are required\n" << kUsage;
-    return kExitInput;
-  }
-  if (o.format != "npy" && o.format != "msprobe") {
-    std::cerr << "acc-analyzer export: unknown --format '" << o.format << "' (supported: npy, msprobe)\n";
+    std::cerr << "acc-analyzer export: DIR and -o OUT are required\n\n" << kUsage;
     return kExitInput;
   }
   return std::nullopt;

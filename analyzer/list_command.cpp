@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "analyzer/cli.h"
 #include "analyzer/commands.h"
 #include "analyzer/text.h"
 #include "analyzer/record_json.h"
@@ -97,28 +98,11 @@ void printHuman(const format::OpRecord& r, const std::map<uint64_t, format::Stac
 int listCommand(const std::vector<std::string>& args) {
   std::string dir;
   bool json = false, with_stacks = false;
-  for (const std::string& a : args) {
-    if (a == "--help" || a == "-h") {
-      std::cout << kUsage;
-      return kExitOk;
-    } else if (a == "--json") {
-      json = true;
-    } else if (a == "--stacks") {
-      with_stacks = true;
-    } else if (!a.empty() && a[0] == '-') {
-      std::cerr << "acc-analyzer list: unknown option " << a << "\n" << kUsage;
-      return kExitInput;
-    } else if (dir.empty()) {
-      dir = a;
-    } else {
-      std::cerr << "acc-analyzer list: one directory expected, got also " << a << "\n";
-      return kExitInput;
-    }
-  }
-  if (dir.empty()) {
-    std::cerr << kUsage;
-    return kExitInput;
-  }
+  CommandLine cli("list", kUsage);
+  cli.app().add_flag("--json", json);
+  cli.app().add_flag("--stacks", with_stacks);
+  cli.app().add_option("DIR", dir)->required();
+  if (std::optional<int> done = cli.parse(args)) return *done;
   int exit_code = kExitOk;
   try {
     for (const RankRecording& rank : openRecording(dir)) {

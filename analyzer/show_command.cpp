@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 
+#include "analyzer/cli.h"
 #include "analyzer/commands.h"
 #include "analyzer/text.h"
 #include "analyzer/record_json.h"
@@ -85,38 +86,23 @@ void printRecord(const format::OpRecord& r, int64_t rank, const format::StackRec
 }  // namespace
 
 int showCommand(const std::vector<std::string>& args) {
-  std::vector<std::string> positional;
+  std::string dir, name;
   std::optional<int64_t> rank, step;
   bool json = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--help" || a == "-h") {
-      std::cout << kUsage;
-      return kExitOk;
-    } else if (a == "--json") {
-      json = true;
-    } else if ((a == "--rank" || a == "--step") && i + 1 < args.size()) {
-      char* end = nullptr;
-      long long v = std::strtoll(args[i + 1].c_str(), &end, 10);
-      if (args[i + 1].empty() || *end != '\0') {
-        std::cerr << "acc-analyzer show: " << a << " expects an integer, got '" << args[i + 1] << "'\n";
-        return kExitInput;
-      }
-      (a == "--rank" ? rank : step) = v;
-      ++i;
-    } else if (!a.empty() && a[0] == '-' && a != "-") {
-      std::cerr << "acc-analyzer show: unknown option or missing value: " << a << "\n" << kUsage;
-      return kExitInput;
-    } else {
-      positional.push_back(a);
-    }
+  CommandLine cli("show", kUsage);
+  cli.app().add_flag("--json", json);
+  for (auto [flag, target] : {std::pair{"--rank", &rank}, std::pair{"--step", &step}}) {
+    addChecked(cli.app(), flag, [flag = std::string(flag), target = target](const std::string& v) {
+      int64_t n = 0;
+      std::string error = parseWhole(flag, v, INT64_MIN, n);
+      *target = n;
+      return error;
+    });
   }
-  if (positional.size() != 2) {
-    std::cerr << "acc-analyzer show: expected DIR and NAME\n" << kUsage;
-    return kExitInput;
-  }
-  const std::string& dir = positional[0];
-  RecordSearch search(positional[1], step);
+  cli.app().add_option("DIR", dir)->required();
+  cli.app().add_option("NAME", name)->required();
+  if (std::optional<int> done = cli.parse(args)) return *done;
+  RecordSearch search(name, step);
   try {
     std::vector<RankRecording> ranks = openRecording(dir);
     bool rank_seen = false;

@@ -9,9 +9,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# libxlsxwriter's pkg-config file names minizip, which trixie's
+# libxlsxwriter-dev does not pull in.
 build_packages=(
   build-essential cmake pkg-config binutils
-  libunwind-dev libzstd-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev libzip-dev libxlsxwriter-dev zlib1g-dev
+  libunwind-dev libzstd-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev libzip-dev libxlsxwriter-dev libminizip-dev zlib1g-dev libcli11-dev
 )
 torch_packages=(libtorch-dev python3-torch python3-torchvision)
 # The tests read xlsx reports with openpyxl and screenshot HTML reports;

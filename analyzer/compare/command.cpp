@@ -10,6 +10,7 @@
 #include <optional>
 #include <sstream>
 
+#include "analyzer/cli.h"
 #include "analyzer/commands.h"
 #include "analyzer/text.h"
 #include "analyzer/compare/csv_report.h"
@@ -300,57 +301,49 @@ struct Args {
   JudgeArgs common;
 };
 
-// Returns an error message, empty when `args` parsed.
-std::string parse(const std::vector<std::string>& argv, Args& a, bool& help) {
+// Declares compare's command line, filling `a`.
+void declare(CLI::App& app, Args& a) {
   a.common.out = "acc_compare";
-  std::string error = parseJudgeArgs(argv, a.common, help, [&](const std::string& flag, const FlagValue& value)
-                                                               -> std::optional<std::string> {
+  addJudgeOptions(app, a.common);
+  app.add_flag_callback("--no-replay", [&a] { a.options.replay = false; });
+  addChecked(app, "--min-cosine", [&a](const std::string& v) -> std::string {
     double x = 0;
-    if (flag == "--no-replay") {
-      a.options.replay = false;
-      return "";
-    }
-    if (flag != "--min-cosine" && flag != "--memory-mb" && flag != "--replay-limit") return std::nullopt;
-    const std::optional<std::string> got = value();
-    if (!got) return flag + " needs a value";
-    const std::string& v = *got;
-    if (flag == "--min-cosine") {
-      if (!parseNumber(v, x) || x < -1 || x > 1) return "--min-cosine: '" + v + "' is not a number in [-1, 1]";
-      a.common.filter.min_cosine = x;
-    } else if (flag == "--memory-mb") {
-      if (!parseNumber(v, x) || x < 1 || x != std::floor(x)) return "--memory-mb: '" + v + "' is not a whole number >= 1";
-      a.options.memory_budget = static_cast<uint64_t>(x) << 20;
-    } else {
-      if (!parseNumber(v, x) || x < 0 || x != std::floor(x)) return "--replay-limit: '" + v + "' is not a whole number >= 0";
-      a.options.replay_limit = static_cast<size_t>(x);
-    }
+    if (!parseNumber(v, x) || x < -1 || x > 1) return "--min-cosine: '" + v + "' is not a number in [-1, 1]";
+    a.common.filter.min_cosine = x;
     return "";
   });
-  if (!error.empty() || help) return error;
-  const std::vector<std::string>& dirs = a.common.positional;
-  if (dirs.size() != 2) return "two recording directories expected (DIR0 DIR1), got " + std::to_string(dirs.size());
-  a.options.dir0 = dirs[0];
-  a.options.dir1 = dirs[1];
-  a.options.thresholds = a.common.thresholds;
-  a.options.op_list = a.common.op_list;
-  a.options.threads = a.common.threads;
-  return "";
+  addChecked(app, "--memory-mb", [&a](const std::string& v) -> std::string {
+    double x = 0;
+    if (!parseNumber(v, x) || x < 1 || x != std::floor(x)) return "--memory-mb: '" + v + "' is not a whole number >= 1";
+    a.options.memory_budget = static_cast<uint64_t>(x) << 20;
+    return "";
+  });
+  addChecked(app, "--replay-limit", [&a](const std::string& v) -> std::string {
+    double x = 0;
+    if (!parseNumber(v, x) || x < 0 || x != std::floor(x)) return "--replay-limit: '" + v + "' is not a whole number >= 0";
+    a.options.replay_limit = static_cast<size_t>(x);
+    return "";
+  });
 }
 
 }  // namespace
 
 int compareCommand(const std::vector<std::string>& argv) {
   Args a;
-  bool help = false;
-  std::string error = parse(argv, a, help);
-  if (help) {
-    std::cout << kUsage;
-    return kExitOk;
-  }
-  if (!error.empty()) {
-    std::cerr << "acc-analyzer compare: " << error << "\n\n" << kUsage;
+  CommandLine cli("compare", kUsage);
+  declare(cli.app(), a);
+  if (std::optional<int> done = cli.parse(argv)) return *done;
+  const std::vector<std::string>& dirs = a.common.positional;
+  if (dirs.size() != 2) {
+    std::cerr << "acc-analyzer compare: two recording directories expected (DIR0 DIR1), got " << dirs.size() << "\n\n"
+              << kUsage;
     return kExitInput;
   }
+  a.options.dir0 = dirs[0];
+  a.options.dir1 = dirs[1];
+  a.options.thresholds = a.common.thresholds;
+  a.options.op_list = a.common.op_list;
+  a.options.threads = a.common.threads;
   // Tensor buffers come and go on several threads. Fixing the mmap threshold
   // (glibc raises it by itself after each large free) returns buffers of 32
   // MiB and more to the system when freed, so they cannot pile up in

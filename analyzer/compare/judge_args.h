@@ -1,10 +1,10 @@
 // The command line compare and check share: the report directory, --json,
 // the report filters, --op-list, --threads, --origin-factor and the
-// threshold flags. Each command adds its own flags through `extra`.
+// threshold flags (analyzer/cli.h declares each command's own).
 #pragma once
 
-#include <functional>
-#include <optional>
+#include <CLI/CLI.hpp>
+
 #include <string>
 #include <vector>
 
@@ -26,15 +26,8 @@ struct JudgeArgs {
 // A number and nothing else (no NaN).
 bool parseNumber(const std::string& s, double& v);
 
-// The value of the flag being parsed ("--flag=value" or the next argument);
-// nullopt when there is none.
-using FlagValue = std::function<std::optional<std::string>()>;
-// A command's own flag: nullopt when `flag` is not one of them, else an error
-// message ("" when it parsed).
-using ExtraFlag = std::function<std::optional<std::string>(const std::string& flag, const FlagValue& value)>;
-
-// Returns an error message, "" when `argv` parsed (or -h/--help: `help`).
-std::string parseJudgeArgs(const std::vector<std::string>& argv, JudgeArgs& a, bool& help,
-                           const ExtraFlag& extra = {});
+// Declares the shared options on `app`, filling `a`; the recording
+// directories go to a.positional.
+void addJudgeOptions(CLI::App& app, JudgeArgs& a);
 
 }  // namespace acc::analyzer

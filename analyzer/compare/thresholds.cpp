@@ -141,14 +141,15 @@ std::string applyOverride(Thresholds& t, double Limits::*field, const std::strin
 
 namespace {
 
+constexpr std::pair<const char*, double Limits::*> kThresholdFlags[] = {
+    {"--fail-rel-l2", &Limits::rel_l2_fail},   {"--warn-rel-l2", &Limits::rel_l2_warn},
+    {"--fail-cosine", &Limits::cosine_fail},   {"--warn-cosine", &Limits::cosine_warn},
+    {"--warn-within", &Limits::within_warn},   {"--fail-max-abs", &Limits::max_abs_fail},
+    {"--fail-max-rel", &Limits::max_rel_fail}, {"--fail-ulp", &Limits::max_ulp_fail},
+    {"--small", &Limits::small}};
+
 double Limits::*thresholdField(const std::string& flag) {
-  static const std::pair<const char*, double Limits::*> fields[] = {
-      {"--fail-rel-l2", &Limits::rel_l2_fail},   {"--warn-rel-l2", &Limits::rel_l2_warn},
-      {"--fail-cosine", &Limits::cosine_fail},   {"--warn-cosine", &Limits::cosine_warn},
-      {"--warn-within", &Limits::within_warn},   {"--fail-max-abs", &Limits::max_abs_fail},
-      {"--fail-max-rel", &Limits::max_rel_fail}, {"--fail-ulp", &Limits::max_ulp_fail},
-      {"--small", &Limits::small}};
-  for (const auto& [name, f] : fields) {
+  for (const auto& [name, f] : kThresholdFlags) {
     if (flag == name) return f;
   }
   return nullptr;
@@ -156,7 +157,11 @@ double Limits::*thresholdField(const std::string& flag) {
 
 }  // namespace
 
-bool isThresholdFlag(const std::string& flag) { return thresholdField(flag) != nullptr; }
+std::vector<std::string> thresholdFlags() {
+  std::vector<std::string> flags;
+  for (const auto& [name, f] : kThresholdFlags) flags.emplace_back(name);
+  return flags;
+}
 
 std::string applyThresholdFlag(Thresholds& t, const std::string& flag, const std::string& value) {
   double Limits::*field = thresholdField(flag);

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <array>
 #include <string>
+#include <vector>
 
 #include "analyzer/compare/result.h"
 
@@ -45,7 +46,8 @@ std::string applyOverride(Thresholds& t, double Limits::*field, const std::strin
 // The threshold flags every command judging tensors takes (--fail-rel-l2,
 // --warn-cosine, --small, ...), and applying one: an error message naming
 // the flag, empty on success.
-bool isThresholdFlag(const std::string& flag);
+// The flags that set thresholds: --fail-rel-l2, --warn-cosine, ...
+std::vector<std::string> thresholdFlags();
 std::string applyThresholdFlag(Thresholds& t, const std::string& flag, const std::string& value);
 
 // Sets pair.verdict and pair.reason from pair.metrics (compared pairs only).

@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 
+#include "analyzer/cli.h"
 #include "analyzer/commands.h"
 #include "analyzer/npy_writer.h"
 #include "analyzer/numeric_settings.h"
@@ -53,35 +54,6 @@ struct Options {
   std::optional<int64_t> step, rank;
 };
 
-std::string parse(const std::vector<std::string>& args, Options& o, bool& help) {
-  std::vector<std::string> positional;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    const bool has_value = i + 1 < args.size();
-    if (a == "--help" || a == "-h") {
-      help = true;
-      return "";
-    } else if ((a == "-o" || a == "--output") && has_value) {
-      o.out = args[++i];
-    } else if ((a == "--step" || a == "--rank") && has_value) {
-      char* end = nullptr;
-      const std::string& v = args[++i];
-      long long n = std::strtoll(v.c_str(), &end, 10);
-      if (v.empty() || *end != '\0' || n < 0) return a + " expects a whole number >= 0, got '" + v + "'";
-      (a == "--step" ? o.step : o.rank) = n;
-    } else if (!a.empty() && a[0] == '-') {
-      return "unknown option or missing value: " + a;
-    } else {
-      positional.push_back(a);
-    }
-  }
-  if (positional.size() != 2) return "expected DIR and NAME, got " + std::to_string(positional.size()) + " argument(s)";
-  if (o.out.empty()) return "-o OUT is required (the directory to write the reproduction to)";
-  o.dir = positional[0];
-  o.name = positional[1];
-  return "";
-}
-
 std::string fileName(const format::Tensor& t) {
   return std::string(format::roleName(t.role)) + std::to_string(t.position) + (t.item ? "_" + std::to_string(t.item) : "") +
          ".npy";
@@ -122,11 +94,23 @@ nlohmann::json argumentsJson(const format::OpRecord& op, const fs::path& out) {
 
 int reproCommand(const std::vector<std::string>& argv) {
   Options o;
-  bool help = false;
-  if (std::string error = parse(argv, o, help); help || !error.empty()) {
-    if (help) std::cout << kUsage;
-    else std::cerr << "acc-analyzer repro: " << error << "\n\n" << kUsage;
-    return help ? kExitOk : kExitInput;
+  CommandLine cli("repro", kUsage);
+  CLI::App& app = cli.app();
+  app.add_option("-o,--output", o.out);
+  for (auto [flag, target] : {std::pair{"--step", &o.step}, std::pair{"--rank", &o.rank}}) {
+    addChecked(app, flag, [flag = std::string(flag), target = target](const std::string& v) {
+      int64_t n = 0;
+      std::string error = parseWhole(flag, v, 0, n);
+      *target = n;
+      return error;
+    });
+  }
+  app.add_option("DIR", o.dir)->required();
+  app.add_option("NAME", o.name)->required();
+  if (std::optional<int> done = cli.parse(argv)) return *done;
+  if (o.out.empty()) {
+    std::cerr << "acc-analyzer repro: -o OUT is required (the directory to write the reproduction to)\n\n" << kUsage;
+    return kExitInput;
   }
   try {
     RecordSearch search(o.name, o.step);
