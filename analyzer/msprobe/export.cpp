@@ -14,6 +14,7 @@
 #include "analyzer/compare/elements.h"
 #include "analyzer/msprobe/pt_file.h"
 #include "analyzer/msprobe/statistics.h"
+#include "analyzer/msprobe/torch_types.h"
 #include "analyzer/recording.h"
 #include "analyzer/text.h"
 

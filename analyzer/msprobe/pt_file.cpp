@@ -1,5 +1,7 @@
 #include "analyzer/msprobe/pt_file.h"
 
+#include "analyzer/msprobe/torch_types.h"
+
 #include <zip.h>
 
 #include <cstring>
@@ -11,21 +13,6 @@ namespace acc::analyzer::msprobe {
 namespace {
 
 using format::Dtype;
-
-// torch's legacy storage class of each element type (what torch.save
-// names in data.pkl for the types every torch since 1.13 writes so).
-struct StorageClass {
-  Dtype dtype;
-  const char* name;
-};
-constexpr StorageClass kStorages[] = {
-    {Dtype::Float32, "FloatStorage"},        {Dtype::Float64, "DoubleStorage"},
-    {Dtype::Float16, "HalfStorage"},         {Dtype::BFloat16, "BFloat16Storage"},
-    {Dtype::Int64, "LongStorage"},           {Dtype::Int32, "IntStorage"},
-    {Dtype::Int16, "ShortStorage"},          {Dtype::Int8, "CharStorage"},
-    {Dtype::UInt8, "ByteStorage"},           {Dtype::Bool, "BoolStorage"},
-    {Dtype::Complex64, "ComplexFloatStorage"}, {Dtype::Complex128, "ComplexDoubleStorage"},
-};
 
 // ---- zip (libzip) -----------------------------------------------------------
 
@@ -225,10 +212,8 @@ class Unpickler {
     }
     Value v{Value::Storage};
     v.s = pid.items[2].s;
-    const std::string& cls = pid.items[1].s;
-    for (const StorageClass& c : kStorages) {
-      if (cls == std::string("torch.") + c.name) v.dtype = c.dtype;
-    }
+    const std::string& cls = pid.items[1].s;  // torch.FloatStorage
+    if (cls.rfind("torch.", 0) == 0) v.dtype = dtypeOfStorage(cls.substr(6));
     if (v.dtype == Dtype::Unknown) fail("a storage of type " + cls);
     return v;
   }
@@ -380,10 +365,7 @@ PtTensor readPt(const std::string& path) {
 }
 
 void writePt(const std::string& path, const PtTensor& t) {
-  const char* storage_class = nullptr;
-  for (const StorageClass& c : kStorages) {
-    if (c.dtype == t.dtype) storage_class = c.name;
-  }
+  const char* storage_class = storageClass(t.dtype);
   if (storage_class == nullptr) {
     throw PtError(std::string("no torch storage for element type ") + format::dtypeName(t.dtype));
   }

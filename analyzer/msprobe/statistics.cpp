@@ -12,18 +12,6 @@ namespace {
 
 using format::Dtype;
 
-struct Named {
-  Dtype dtype;
-  const char* name;
-};
-constexpr Named kNames[] = {
-    {Dtype::Bool, "torch.bool"},         {Dtype::UInt8, "torch.uint8"},       {Dtype::Int8, "torch.int8"},
-    {Dtype::Int16, "torch.int16"},       {Dtype::Int32, "torch.int32"},       {Dtype::Int64, "torch.int64"},
-    {Dtype::Float16, "torch.float16"},   {Dtype::BFloat16, "torch.bfloat16"}, {Dtype::Float32, "torch.float32"},
-    {Dtype::Float64, "torch.float64"},   {Dtype::Complex64, "torch.complex64"},
-    {Dtype::Complex128, "torch.complex128"},
-};
-
 // The element's bit pattern widened as the recorder widens it.
 uint64_t widened(const char* p, size_t width) {
   switch (width) {
@@ -41,20 +29,6 @@ uint64_t fnv(uint64_t h, const void* p, size_t n) {
 }
 
 }  // namespace
-
-Dtype dtypeOfTorchName(const std::string& name) {
-  for (const Named& n : kNames) {
-    if (name == n.name) return n.dtype;
-  }
-  return Dtype::Unknown;
-}
-
-std::string torchName(Dtype d) {
-  for (const Named& n : kNames) {
-    if (n.dtype == d) return n.name;
-  }
-  return "torch.unknown";
-}
 
 format::Stats statsOfData(Dtype dtype, const std::string& data) {
   format::Stats s;

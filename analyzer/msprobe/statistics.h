@@ -1,5 +1,4 @@
-// acc's statistics (format::Stats) of the tensors in an msprobe dump, and
-// the element types both name.
+// acc's statistics (format::Stats) of the tensors in an msprobe dump.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -10,10 +9,6 @@
 #include "format/record.h"
 
 namespace acc::analyzer::msprobe {
-
-// "torch.float32" and back; Unknown for names acc has no type for.
-format::Dtype dtypeOfTorchName(const std::string& name);
-std::string torchName(format::Dtype d);
 
 // Of a tensor's row-major bytes, as the recorder computes them on the CPU
 // (docs/FORMAT.md, "Statistics"): exact counts and checksum.

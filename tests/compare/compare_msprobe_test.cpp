@@ -9,7 +9,7 @@
 #include <fstream>
 
 #include "analyzer/msprobe/pt_file.h"
-#include "analyzer/msprobe/statistics.h"
+#include "analyzer/msprobe/torch_types.h"
 #include "tests/compare/recordings.h"
 
 namespace acc::test {
