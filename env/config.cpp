@@ -67,14 +67,31 @@ std::optional<bool> parseBool(const std::string& text) {
   return std::nullopt;
 }
 
+// "3", "3-5", "5000-" (open), "0-30000:1000" and "100-:50" (strides).
 std::optional<StepSet> parseSteps(const std::string& text) {
   StepSet set;
   for (const std::string& item : split(text, ',')) {
-    size_t dash = item.find('-');
-    auto first = parseInt(item.substr(0, dash), 0, INT64_MAX);
-    auto last = dash == std::string::npos ? first : parseInt(item.substr(dash + 1), 0, INT64_MAX);
-    if (!first || !last || *last < *first) return std::nullopt;
-    set.ranges.emplace_back(*first, *last);
+    StepRange r;
+    std::string span = item;
+    if (const size_t colon = item.find(':'); colon != std::string::npos) {
+      auto stride = parseInt(item.substr(colon + 1), 1, INT64_MAX);
+      if (!stride) return std::nullopt;
+      r.stride = *stride;
+      span = item.substr(0, colon);
+    }
+    const size_t dash = span.find('-');
+    auto first = parseInt(span.substr(0, dash), 0, INT64_MAX);
+    if (!first) return std::nullopt;
+    r.first = *first;
+    if (dash == std::string::npos) {
+      if (r.stride != 1) return std::nullopt;  // a stride needs a range
+      r.last = r.first;
+    } else if (dash + 1 < span.size()) {
+      auto last = parseInt(span.substr(dash + 1), 0, INT64_MAX);
+      if (!last || *last < r.first) return std::nullopt;
+      r.last = *last;
+    }
+    set.ranges.push_back(r);
   }
   return set;
 }
@@ -153,10 +170,17 @@ class Parser {
 
 bool StepSet::contains(int64_t step) const {
   if (ranges.empty()) return true;
-  for (const auto& [first, last] : ranges) {
-    if (step >= first && step <= last) return true;
+  for (const StepRange& r : ranges) {
+    if (step >= r.first && step <= r.last && (step - r.first) % r.stride == 0) return true;
   }
   return false;
+}
+
+int64_t StepSet::last() const {
+  if (ranges.empty()) return INT64_MAX;
+  int64_t last = 0;
+  for (const StepRange& r : ranges) last = std::max(last, r.last);
+  return last;
 }
 
 const std::vector<Variable>& variables() {
@@ -171,7 +195,7 @@ const std::vector<Variable>& variables() {
       {"ACC_OP_LIST", "(all)", "comma-separated op name substrings, case-insensitive, e.g. relu,conv"},
       {"ACC_MODULES", "(all)", "comma-separated module paths, e.g. enc.layers.0,head: only ops inside them (and their submodules)"},
       {"ACC_SKIP", "0", "an integer N >= 0: record one op, then skip N"},
-      {"ACC_STEPS", "(all)", "comma-separated steps or inclusive ranges, e.g. 0,3-5"},
+      {"ACC_STEPS", "(all)", "comma-separated steps, inclusive ranges, open ranges and strides, e.g. 0,3-5,5000- or 0-30000:1000"},
       {"ACC_RANKS", "(all)", "comma-separated ranks, e.g. 0,2"},
       {"ACC_STACK", "none", "none, python, native or both"},
       {"ACC_NESTED", "0", "0 (top-level ops only) or 1 (every op)"},

@@ -17,11 +17,18 @@ enum class OnFull : uint8_t { Wait, Drop };
 enum class Watch : uint8_t { Off, NanInf };
 enum class Random : uint8_t { Off, Save, Replay };
 
-// Inclusive ranges of training-step numbers; empty means every step.
+// Steps first, first + stride, ... up to last (inclusive; INT64_MAX: open).
+struct StepRange {
+  int64_t first = 0, last = INT64_MAX, stride = 1;
+  bool operator==(const StepRange& o) const { return first == o.first && last == o.last && stride == o.stride; }
+};
+
+// ACC_STEPS: training-step numbers; empty means every step.
 struct StepSet {
-  std::vector<std::pair<int64_t, int64_t>> ranges;
+  std::vector<StepRange> ranges;
   bool contains(int64_t step) const;
   bool all() const { return ranges.empty(); }
+  int64_t last() const;  // the last step selected; INT64_MAX when open or all
 };
 
 struct Config {

@@ -9,7 +9,9 @@ namespace acc::recorder {
 
 nlohmann::json configToJson(const env::Config& c) {
   nlohmann::json steps = nlohmann::json::array();
-  for (const auto& [first, last] : c.steps.ranges) steps.push_back({first, last});
+  for (const env::StepRange& r : c.steps.ranges) {
+    steps.push_back({r.first, r.last == INT64_MAX ? nlohmann::json(nullptr) : nlohmann::json(r.last), r.stride});
+  }
   return {
       {"enabled", c.enabled},
       {"eager", c.eager},

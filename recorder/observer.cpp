@@ -163,9 +163,10 @@ void captureAll(Session& s, c10::ArrayRef<const c10::IValue> values, Role role, 
   r.tensors.reserve(r.tensors.size() + values.size());
   for (size_t i = 0; i < values.size(); ++i) {
     if (i == 0 && first_metadata) {
-      Capture metadata = capture;
-      metadata.level = 0;
-      captureValue(values[i], role, 0, metadata, r);
+      const int level = capture.level;
+      capture.level = 0;
+      captureValue(values[i], role, 0, capture, r);
+      capture.level = level;
     } else {
       captureValue(values[i], role, static_cast<uint32_t>(i), capture, r);
     }

@@ -62,12 +62,7 @@ struct RandomTape::Key {
 };
 
 RandomTape::RandomTape(const env::Config& config, std::string source)
-    : mode_(config.random), source_(std::move(source)) {
-  if (!config.steps.ranges.empty()) {
-    last_step_ = 0;
-    for (const auto& range : config.steps.ranges) last_step_ = std::max(last_step_, range.second);
-  }
-}
+    : mode_(config.random), source_(std::move(source)), last_step_(config.steps.last()) {}
 
 RandomTape::~RandomTape() { stop(); }
 

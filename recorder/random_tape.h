@@ -93,7 +93,7 @@ class RandomTape {
 
   const env::Random mode_;
   const std::string source_;  // replay: the random.acc read
-  int64_t last_step_ = INT64_MAX;  // save: the last step ACC_STEPS selects
+  const int64_t last_step_;   // save: the last step ACC_STEPS selects
   std::unique_ptr<Writer> writer_;  // save
   std::unique_ptr<format::FrameReader> reader_;  // replay, under mutex_
   std::unordered_map<std::string, Entry> entries_;  // replay, by Key::text()

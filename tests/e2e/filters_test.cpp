@@ -137,6 +137,25 @@ TEST(Filters, StepsSelectTrainingSteps) {
   std::set<int64_t> steps;
   for (const auto& r : some->rec.records) steps.insert(r.step);
   EXPECT_EQ(steps, (std::set<int64_t>{0, 2, 3}));
+
+  // Strides and open ranges: a long run sampled. The records of a sampled
+  // step are those of the full run's step, names included.
+  auto strided = record({{"ACC_STEPS", "1-:2"}});
+  std::set<int64_t> sampled;
+  std::vector<std::string> names, full_names;
+  for (const auto& r : strided->rec.records) {
+    sampled.insert(r.step);
+    if (r.step == 1) names.push_back(r.name);
+  }
+  for (const auto& r : full().records) {
+    if (r.step == 1) full_names.push_back(r.name);
+  }
+  std::set<int64_t> odd;
+  for (const auto& r : full().records) {
+    if (r.step % 2 == 1) odd.insert(r.step);
+  }
+  EXPECT_EQ(sampled, odd);
+  EXPECT_EQ(names, full_names);
 }
 
 TEST(Filters, RanksRecordOnlyTheListedRanks) {

@@ -175,10 +175,23 @@ TEST(ConfigTest, StepsListAndInclusiveRanges) {
   Config c = parseOk({{"ACC_STEPS", "0,3-5"}});
   EXPECT_FALSE(c.steps.all());
   ASSERT_EQ(c.steps.ranges.size(), 2u);
-  EXPECT_EQ(c.steps.ranges[0], (std::pair<int64_t, int64_t>(0, 0)));
-  EXPECT_EQ(c.steps.ranges[1], (std::pair<int64_t, int64_t>(3, 5)));
+  EXPECT_EQ(c.steps.ranges[0], (StepRange{0, 0, 1}));
+  EXPECT_EQ(c.steps.ranges[1], (StepRange{3, 5, 1}));
   for (int64_t step : {0, 3, 4, 5}) EXPECT_TRUE(c.steps.contains(step)) << step;
   for (int64_t step : {1, 2, 6, 100}) EXPECT_FALSE(c.steps.contains(step)) << step;
+}
+
+TEST(ConfigTest, StepsTakeStridesAndOpenRanges) {
+  Config c = parseOk({{"ACC_STEPS", "0-30000:1000,5000-,7,100-:50"}});
+  ASSERT_EQ(c.steps.ranges.size(), 4u);
+  EXPECT_EQ(c.steps.ranges[0], (StepRange{0, 30000, 1000}));
+  EXPECT_EQ(c.steps.ranges[1], (StepRange{5000, INT64_MAX, 1}));
+  EXPECT_EQ(c.steps.ranges[3], (StepRange{100, INT64_MAX, 50}));
+  for (int64_t step : {0, 1000, 30000, 7, 100, 150, 5000, 5001, 999999}) EXPECT_TRUE(c.steps.contains(step)) << step;
+  for (int64_t step : {1, 999, 120, 4999}) EXPECT_FALSE(c.steps.contains(step)) << step;
+  EXPECT_EQ(c.steps.last(), INT64_MAX);
+  EXPECT_EQ(parseOk({{"ACC_STEPS", "0-10:5,3"}}).steps.last(), 10);
+  EXPECT_EQ(parseOk({}).steps.last(), INT64_MAX);
 }
 
 TEST(ConfigTest, RanksList) {
@@ -281,6 +294,8 @@ INSTANTIATE_TEST_SUITE_P(
                       InvalidCase{"ACC_SKIP", "99999999999999999999"},
                       InvalidCase{"ACC_STEPS", "5-3"}, InvalidCase{"ACC_STEPS", "x"},
                       InvalidCase{"ACC_STEPS", "1,,2"}, InvalidCase{"ACC_STEPS", "-2"},
+                      InvalidCase{"ACC_STEPS", "0-10:0"}, InvalidCase{"ACC_STEPS", "5:2"},
+                      InvalidCase{"ACC_STEPS", "0-10:"}, InvalidCase{"ACC_STEPS", "-:3"},
                       InvalidCase{"ACC_RANKS", "a"}, InvalidCase{"ACC_RANKS", "-1"},
                       InvalidCase{"ACC_STACK", "all"}, InvalidCase{"ACC_NESTED", "2"}, InvalidCase{"ACC_DEDUP", "2"},
                       InvalidCase{"ACC_BUFFER_MB", "0"}, InvalidCase{"ACC_BUFFER_MB", "65537"},
