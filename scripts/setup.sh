@@ -9,11 +9,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# libxlsxwriter's pkg-config file names minizip, which trixie's
-# libxlsxwriter-dev does not pull in.
+# minizip: the .pt files of msprobe dumps, and libxlsxwriter's own zip
+# library (trixie's libxlsxwriter-dev names it without pulling it in).
 build_packages=(
   build-essential cmake pkg-config binutils
-  libunwind-dev libzstd-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev libzip-dev libxlsxwriter-dev libminizip-dev zlib1g-dev libcli11-dev
+  libunwind-dev libzstd-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev libxlsxwriter-dev libminizip-dev zlib1g-dev libcli11-dev
 )
 torch_packages=(libtorch-dev python3-torch python3-torchvision)
 # The tests read xlsx reports with openpyxl and screenshot HTML reports;

@@ -2,7 +2,10 @@
 
 #include "analyzer/msprobe/torch_types.h"
 
-#include <zip.h>
+#include <minizip/unzip.h>
+#include <minizip/zip.h>
+
+#include <algorithm>
 
 #include <cstring>
 #include <map>
@@ -14,27 +17,51 @@ namespace {
 
 using format::Dtype;
 
-// ---- zip (libzip) -----------------------------------------------------------
+// ---- zip (minizip: libxlsxwriter's own zip library) ---------------------
 
-struct ZipCloser {
-  void operator()(zip_t* z) const { zip_discard(z); }
-};
-using Zip = std::unique_ptr<zip_t, ZipCloser>;
-
-std::string readEntry(zip_t* z, zip_uint64_t index, const std::string& path) {
-  zip_stat_t st;
-  zip_stat_init(&st);
-  if (zip_stat_index(z, index, 0, &st) != 0 || !(st.valid & ZIP_STAT_SIZE)) {
-    throw PtError(path + ": cannot read its zip entry " + std::to_string(index));
+// One archive opened for reading; entries are found by name.
+class Archive {
+ public:
+  explicit Archive(const std::string& path) : path_(path), file_(unzOpen64(path.c_str())) {
+    if (file_ == nullptr) throw PtError(path + ": not a torch.save file (not a zip archive)");
   }
-  std::string out(st.size, '\0');
-  zip_file_t* f = zip_fopen_index(z, index, 0);
-  if (f == nullptr) throw PtError(path + ": cannot open " + (st.name ? st.name : "an entry") + ": " + zip_strerror(z));
-  const zip_int64_t n = zip_fread(f, out.data(), st.size);
-  zip_fclose(f);
-  if (n < 0 || static_cast<zip_uint64_t>(n) != st.size) throw PtError(path + ": " + st.name + " is truncated");
-  return out;
-}
+  ~Archive() { unzClose(file_); }
+  Archive(const Archive&) = delete;
+  Archive& operator=(const Archive&) = delete;
+
+  // The name of the first entry (torch puts every entry in one folder).
+  std::string firstName() {
+    char name[1024];
+    unz_file_info64 info;
+    if (unzGoToFirstFile(file_) != UNZ_OK ||
+        unzGetCurrentFileInfo64(file_, &info, name, sizeof name, nullptr, 0, nullptr, 0) != UNZ_OK) {
+      throw PtError(path_ + ": an empty archive, not a torch.save file");
+    }
+    return name;
+  }
+  bool has(const std::string& name) { return unzLocateFile(file_, name.c_str(), 1) == UNZ_OK; }
+  std::string read(const std::string& name) {
+    unz_file_info64 info;
+    if (!has(name) || unzGetCurrentFileInfo64(file_, &info, nullptr, 0, nullptr, 0, nullptr, 0) != UNZ_OK ||
+        unzOpenCurrentFile(file_) != UNZ_OK) {
+      throw PtError(path_ + ": cannot read its entry " + name);
+    }
+    std::string out(info.uncompressed_size, '\0');
+    size_t done = 0;
+    while (done < out.size()) {
+      const int n = unzReadCurrentFile(file_, out.data() + done, static_cast<unsigned>(std::min<size_t>(out.size() - done, 1u << 30)));
+      if (n <= 0) break;
+      done += static_cast<size_t>(n);
+    }
+    const int closed = unzCloseCurrentFile(file_);  // checks the CRC
+    if (done != out.size() || closed != UNZ_OK) throw PtError(path_ + ": its entry " + name + " is damaged");
+    return out;
+  }
+
+ private:
+  std::string path_;
+  unzFile file_;
+};
 
 // ---- pickle (the part torch.save uses for one tensor) ----------------------
 
@@ -303,35 +330,19 @@ std::string pickleOf(const PtTensor& t, const char* storage_class, int64_t numel
 }  // namespace
 
 PtTensor readPt(const std::string& path) {
-  int error = 0;
-  Zip z(zip_open(path.c_str(), ZIP_RDONLY, &error));
-  if (!z) {
-    zip_error_t e;
-    zip_error_init_with_code(&e, error);
-    const std::string why = zip_error_strerror(&e);
-    zip_error_fini(&e);
-    throw PtError(path + ": not a torch.save file (" + why + ")");
-  }
-  const zip_int64_t entries = zip_get_num_entries(z.get(), 0);
-  if (entries <= 0) throw PtError(path + ": an empty archive, not a torch.save file");
+  Archive zip(path);
   // Every entry sits in one folder, named by the first.
-  const std::string first = zip_get_name(z.get(), 0, 0);
+  const std::string first = zip.firstName();
   const std::string prefix = first.substr(0, first.find('/') + 1);
-  auto find = [&](const std::string& name) {
-    return zip_name_locate(z.get(), (prefix + name).c_str(), 0);
-  };
-  const zip_int64_t pkl = find("data.pkl");
-  if (pkl < 0) throw PtError(path + ": no data.pkl: not a torch.save file");
-  const zip_int64_t order = find("byteorder");
-  if (order >= 0 && readEntry(z.get(), order, path) != "little") {
+  if (!zip.has(prefix + "data.pkl")) throw PtError(path + ": no data.pkl: not a torch.save file");
+  if (zip.has(prefix + "byteorder") && zip.read(prefix + "byteorder") != "little") {
     throw PtError(path + ": saved big-endian, which acc does not read");
   }
-  const std::string pickle = readEntry(z.get(), pkl, path);
+  const std::string pickle = zip.read(prefix + "data.pkl");
   Value v = Unpickler(pickle, path).run();
   if (v.kind != Value::Tensor) throw PtError(path + ": holds something other than one tensor");
-  const zip_int64_t storage = find("data/" + v.s);
-  if (storage < 0) throw PtError(path + ": its storage data/" + v.s + " is missing");
-  const std::string bytes = readEntry(z.get(), storage, path);
+  if (!zip.has(prefix + "data/" + v.s)) throw PtError(path + ": its storage data/" + v.s + " is missing");
+  const std::string bytes = zip.read(prefix + "data/" + v.s);
 
   PtTensor t;
   t.dtype = v.dtype;
@@ -374,32 +385,28 @@ void writePt(const std::string& path, const PtTensor& t) {
   if (static_cast<uint64_t>(numel) * format::dtypeSize(t.dtype) != t.data.size()) {
     throw PtError(path + ": the tensor's bytes do not match its shape");
   }
-  int error = 0;
-  Zip z(zip_open(path.c_str(), ZIP_CREATE | ZIP_TRUNCATE, &error));
-  if (!z) throw PtError(path + ": cannot create file");
-  // Added in this order (data.pkl first names the folder); the buffers
-  // must outlive zip_close.
+  zipFile zip = zipOpen64(path.c_str(), APPEND_STATUS_CREATE);
+  if (zip == nullptr) throw PtError(path + ": cannot create file");
+  // data.pkl first: it names the folder. Entries are stored, as torch's.
   const std::string pickle = pickleOf(t, storage_class, numel);
-  const std::pair<std::string, const std::string*> entries[] = {
+  const std::pair<const char*, const std::string*> entries[] = {
       {"archive/data.pkl", &pickle}, {"archive/byteorder", nullptr}, {"archive/data/0", &t.data},
       {"archive/version", nullptr}};
   static const std::string little = "little", version = "3\n";
+  bool ok = true;
   for (const auto& [name, bytes] : entries) {
-    const std::string* content = bytes ? bytes : name == "archive/byteorder" ? &little : &version;
-    zip_source_t* source = zip_source_buffer(z.get(), content->data(), content->size(), 0);
-    const zip_int64_t index = source ? zip_file_add(z.get(), name.c_str(), source, ZIP_FL_ENC_UTF_8) : -1;
-    if (index < 0) {
-      if (source) zip_source_free(source);
-      throw PtError(path + ": " + zip_strerror(z.get()));
+    const std::string& content = bytes ? *bytes : std::string(name) == "archive/byteorder" ? little : version;
+    zip_fileinfo info = {};
+    ok = ok && zipOpenNewFileInZip64(zip, name, &info, nullptr, 0, nullptr, 0, nullptr, 0, 0, content.size() >= 0xffffffffu) == ZIP_OK;
+    for (size_t done = 0; ok && done < content.size();) {
+      const unsigned n = static_cast<unsigned>(std::min<size_t>(content.size() - done, 1u << 30));
+      ok = zipWriteInFileInZip(zip, content.data() + done, n) == ZIP_OK;
+      done += n;
     }
-    zip_set_file_compression(z.get(), static_cast<zip_uint64_t>(index), ZIP_CM_STORE, 0);
+    ok = ok && zipCloseFileInZip(zip) == ZIP_OK;
   }
-  zip_t* raw = z.release();
-  if (zip_close(raw) != 0) {
-    const std::string why = zip_strerror(raw);
-    zip_discard(raw);
-    throw PtError(path + ": " + why);
-  }
+  ok = zipClose(zip, nullptr) == ZIP_OK && ok;
+  if (!ok) throw PtError(path + ": write error");
 }
 
 }  // namespace acc::analyzer::msprobe
