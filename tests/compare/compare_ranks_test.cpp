@@ -1,8 +1,13 @@
-// Distributed runs: tests/scripts/ddp_train.py (DDP, gloo, CPU) on 2 ranks,
-// started with torchrun on torch 2.x and by hand with torchrun's variables
-// on 1.13 (whose torchrun fails under Python 3.11). Each rank records its
-// own directory, collectives hold their results as the backend delivered
-// them, and compare names the rank and op of a kernel made wrong on one rank.
+// Distributed runs: tests/scripts/ddp_train.py (DDP, gloo, CPU) on 2 ranks.
+// Each rank records its own directory, collectives hold their results as
+// the backend delivered them, and compare names the rank and op of a kernel
+// made wrong on one rank.
+//
+// Where the ranks come from: torchrun on torch 1.13, whose launcher process
+// must not be recorded (Debian 12's torchrun needs --redirects and --tee
+// under Python 3.11); by hand with torchrun's variables on Debian's torch
+// 2.6 and 2.14, whose torchrun cannot start a rank at all (built without
+// libuv, its rendezvous store asks for libuv whatever USE_LIBUV says).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -23,10 +28,17 @@ bool torch2() {
   return yes;
 }
 
+// How launch_ranks.py starts the ranks (see the top of this file).
+std::map<std::string, std::string> launch() {
+  const std::string logs = ::testing::TempDir() + "/acc-torchrun-logs";
+  return {{"LAUNCH_SCRIPT", testScript("ddp_train.py")},
+          {"LAUNCH_TORCHRUN", torch2() ? "0" : "1"},
+          {"LAUNCH_TORCHRUN_ARGS", "--redirects 1 --tee 1 --log_dir " + logs}};
+}
+
 // Both ranks of ddp_train.py recorded into `dir` at level 2.
 RunResult recordRanks(const std::string& dir, std::map<std::string, std::string> env = {}) {
-  env["LAUNCH_SCRIPT"] = testScript("ddp_train.py");
-  env["LAUNCH_TORCHRUN"] = torch2() ? "1" : "0";
+  env.merge(launch());
   env.emplace("ACC_LEVEL", "2");
   RunResult r = recordPython(testScript("launch_ranks.py"), dir, env);
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -34,9 +46,9 @@ RunResult recordRanks(const std::string& dir, std::map<std::string, std::string>
 }
 
 std::string reference() {
-  return cachedRecording("ddp_ref", testScript("launch_ranks.py"),
-                         {{"LAUNCH_SCRIPT", testScript("ddp_train.py")}, {"LAUNCH_TORCHRUN", torch2() ? "1" : "0"},
-                          {"ACC_LEVEL", "2"}});
+  std::map<std::string, std::string> env = launch();
+  env["ACC_LEVEL"] = "2";
+  return cachedRecording("ddp_ref", testScript("launch_ranks.py"), env);
 }
 
 std::vector<float> floats(const format::Tensor& t) {
@@ -56,9 +68,7 @@ const format::Tensor* tensorOf(const format::OpRecord& r, format::Role role) {
 TEST(Ranks, EachRankRecordsItsOwnDirectoryAndItsCollectivesResults) {
   TempDir dir;
   RunResult r = recordRanks(dir.path());
-  RunResult plain = run({{python(), testScript("launch_ranks.py")},
-                         {{"LAUNCH_SCRIPT", testScript("ddp_train.py")}, {"LAUNCH_TORCHRUN", torch2() ? "1" : "0"}},
-                         "", false, ""});
+  RunResult plain = run({{python(), testScript("launch_ranks.py")}, launch(), "", false, ""});
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
   // Recording changes no rank's losses (torchrun interleaves the ranks' lines).
   auto sorted = [](std::vector<std::string> lines) {

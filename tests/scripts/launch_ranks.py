@@ -6,13 +6,15 @@ a preloaded recorder does not take it for a rank.
 Options (environment):
   LAUNCH_SCRIPT   the program (a path)
   LAUNCH_RANKS    processes (default 2)
-  LAUNCH_TORCHRUN 1: run `python -m torch.distributed.run --nproc_per_node N`;
+  LAUNCH_TORCHRUN 1: run `python -m torch.distributed.run --nproc_per_node N`
+                  with LAUNCH_TORCHRUN_ARGS (space-separated) added;
                   otherwise start each rank with MASTER_ADDR, MASTER_PORT,
                   RANK, LOCAL_RANK and WORLD_SIZE set
-Prints the ranks' output (stdout), rank by rank, and exits with the first
-non-zero exit status.
+Prints the ranks' output (stdout), rank by rank (torchrun's "[default0]:"
+prefixes removed), and exits with the first non-zero exit status.
 """
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -29,10 +31,12 @@ def main():
     ranks = int(os.environ.get("LAUNCH_RANKS", "2"))
     port = str(free_port())
     if os.environ.get("LAUNCH_TORCHRUN") == "1":
+        extra = os.environ.get("LAUNCH_TORCHRUN_ARGS", "").split()
         done = subprocess.run([sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={ranks}",
-                               "--master_addr=127.0.0.1", f"--master_port={port}", script],
+                               "--master_addr=127.0.0.1", f"--master_port={port}", *extra, script],
                               stdout=subprocess.PIPE, timeout=600)
-        sys.stdout.write(done.stdout.decode())
+        for line in done.stdout.decode().splitlines(True):
+            sys.stdout.write(re.sub(r"^\[[a-z]+\d+\]:", "", line))
         return done.returncode
     procs = []
     for rank in range(ranks):
