@@ -9,7 +9,7 @@ Options (environment):
   LAUNCH_TORCHRUN 1: run `python -m torch.distributed.run --nproc_per_node N`
                   with LAUNCH_TORCHRUN_ARGS (space-separated) added;
                   otherwise start each rank with MASTER_ADDR, MASTER_PORT,
-                  RANK, LOCAL_RANK and WORLD_SIZE set
+                  RANK, LOCAL_RANK and WORLD_SIZE set (and USE_LIBUV=0)
 Prints the ranks' output (stdout), rank by rank (torchrun's "[default0]:"
 prefixes removed), and exits with the first non-zero exit status.
 """
@@ -40,8 +40,10 @@ def main():
         return done.returncode
     procs = []
     for rank in range(ranks):
+        # USE_LIBUV=0: Debian's torch 2.x has no libuv, and its rendezvous
+        # store asks for it unless told not to (torch 1.13 ignores it).
         env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=port, RANK=str(rank), LOCAL_RANK=str(rank),
-                   WORLD_SIZE=str(ranks))
+                   WORLD_SIZE=str(ranks), USE_LIBUV=os.environ.get("USE_LIBUV", "0"))
         procs.append(subprocess.Popen([sys.executable, script], env=env, stdout=subprocess.PIPE))
     status = 0
     for p in procs:
