@@ -48,6 +48,7 @@ double recordError(const RecordComparison& r) {
 
 const RecordComparison* focusRecord(const CompareResult& result) {
   if (const RecordComparison* origin = result.firstOrigin()) return origin;
+  if (result.spill) return result.first_failing == SIZE_MAX ? nullptr : &recordAt(result, result.first_failing);
   for (const RecordComparison& r : result.records) {
     if (r.verdict == Verdict::Fail) return &r;
   }

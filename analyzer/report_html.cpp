@@ -67,7 +67,7 @@ struct Counts {
 
 Counts count(const CompareResult& result) {
   Counts c;
-  for (const RecordComparison& r : result.records) {
+  forEachRecord(result, [&](size_t, const RecordComparison& r) {
     c.records_fail += r.verdict == Verdict::Fail;
     c.records_warn += r.verdict == Verdict::Warn;
     for (const TensorPair& p : r.tensors) {
@@ -75,7 +75,7 @@ Counts count(const CompareResult& result) {
       c.pairs_fail += p.verdict == Verdict::Fail;
       c.pairs_warn += p.verdict == Verdict::Warn;
     }
-  }
+  });
   return c;
 }
 
@@ -123,7 +123,7 @@ std::string verdictSection(const CompareResult& result, const Counts& c) {
       if (focus->stack0.size() > kStackPreview) s += "<div class=\"note\">full stack below</div>";
     }
   }
-  s += "<div class=\"counts\">" + std::to_string(result.records.size()) + " records compared (" +
+  s += "<div class=\"counts\">" + std::to_string(recordCount(result)) + " records compared (" +
        std::to_string(c.records_fail) + " fail, " + std::to_string(c.records_warn) + " warn), " +
        std::to_string(c.pairs) + " tensor pairs (" + std::to_string(c.pairs_fail) + " fail, " +
        std::to_string(c.pairs_warn) + " warn), " + std::to_string(result.origins.size()) + " origin(s), " +
@@ -209,8 +209,7 @@ std::string originsTable(const CompareResult& result) {
                   ")</h3><table class=\"data\"><thead><tr><th>name</th><th>op</th><th>pass</th><th>step</th>"
                   "<th>rank</th><th>worst tensor</th><th>rel_l2</th><th>cosine</th><th>called from</th></tr></thead><tbody>";
   for (size_t k = 0; k < result.origins.size() && k < kMaxListed; ++k) {
-    if (result.origins[k] >= result.records.size()) continue;
-    const RecordComparison& r = result.records[result.origins[k]];
+    const RecordComparison& r = recordAt(result, result.origins[k]);
     const TensorPair* w = worstPair(r);
     s += "<tr><td>" + esc(r.name) + "</td><td>" + esc(r.op) + (r.grad_fn.empty() ? "" : " (" + esc(r.grad_fn) + ")") +
          "</td><td>" + format::passName(r.pass) + "</td><td>" +
@@ -260,7 +259,7 @@ void writeTableSection(const CompareResult& result, std::ostream& out) {
       << "<script type=\"application/json\" id=\"pairs-data\">{\"columns\":" << scriptJson(names)
       << ",\"types\":" << scriptJson(types) << ",\"rows\":[";
   bool first = true;
-  for (const RecordComparison& r : result.records) {
+  forEachRecord(result, [&](size_t, const RecordComparison& r) {
     for (const TensorPair& p : r.tensors) {
       std::vector<std::string> row = reportRow(r, p);
       nlohmann::json cells = nlohmann::json::array();
@@ -268,7 +267,7 @@ void writeTableSection(const CompareResult& result, std::ostream& out) {
       out << (first ? "" : ",") << scriptJson(cells);
       first = false;
     }
-  }
+  });
   out << "]}</script></section>";
 }
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <cstdio>
 
 #include "analyzer/markup.h"
@@ -111,32 +112,43 @@ double xOf(size_t i, size_t n) {
   return n > 1 ? kLeft + span * static_cast<double>(i) / static_cast<double>(n - 1) : kLeft + span / 2;
 }
 
+// What the plot shows of one record.
+struct Point {
+  std::string name;
+  uint64_t index0 = 0;
+  int64_t step = 0, rank = 0;
+  bool forward = true, origin = false;
+  Verdict verdict = Verdict::Pass;
+  double error = 0;
+};
+
 // Faint lines where the step or rank changes.
-std::string boundaries(const CompareResult& result) {
+std::string boundaries(const std::vector<Point>& points) {
   std::vector<size_t> at;
-  for (size_t i = 1; i < result.records.size(); ++i) {
-    const RecordComparison &a = result.records[i - 1], &b = result.records[i];
+  for (size_t i = 1; i < points.size(); ++i) {
+    const Point &a = points[i - 1], &b = points[i];
     if (a.step != b.step || a.rank != b.rank) at.push_back(i);
   }
   std::string s = "<g class=\"boundaries\">";
   for (size_t i : at) {
-    const RecordComparison& r = result.records[i];
-    double x = (xOf(i - 1, result.records.size()) + xOf(i, result.records.size())) / 2;
+    const Point& r = points[i];
+    double x = (xOf(i - 1, points.size()) + xOf(i, points.size())) / 2;
     s += "<line class=\"boundary\" x1=\"" + fmt(x) + "\" x2=\"" + fmt(x) + "\" y1=\"" + fmt(kTop) + "\" y2=\"" +
          fmt(kHeight - kBottom) + "\"/>";
     if (at.size() <= kMaxBoundaryLabels) {
       bool at_right = x > kWidth - kRight - 60;  // keep the label inside the frame
       s += "<text class=\"boundary-label\" x=\"" + fmt(at_right ? x - 3 : x + 3) + "\" y=\"" + fmt(kTop + 11) +
            "\" text-anchor=\"" + (at_right ? "end" : "start") + "\">" +
-           (result.records[i - 1].rank != r.rank ? "rank " + std::to_string(r.rank) : "step " + std::to_string(r.step)) +
+           (points[i - 1].rank != r.rank ? "rank " + std::to_string(r.rank) : "step " + std::to_string(r.step)) +
            "</text>";
     }
   }
   return s + "</g>";
 }
 
-std::string mark(const RecordComparison& r, double error, double x, double y) {
-  const bool fwd = r.pass == format::Pass::Forward;
+std::string mark(const Point& r, double x, double y) {
+  const double error = r.error;
+  const bool fwd = r.forward;
   std::string cls = std::string("mark ") + (fwd ? "fwd" : "bwd") + (std::isnan(error) ? " nocmp" : "") +
                     (r.origin ? " is-origin" : "");
   std::string title = "<title>" + escapeMarkup(r.name) + "\nindex " + std::to_string(r.index0) + ", step " +
@@ -151,11 +163,12 @@ std::string mark(const RecordComparison& r, double error, double x, double y) {
          fmt(2 * size) + "\" height=\"" + fmt(2 * size) + "\">" + title + "</rect>";
 }
 
-std::string originMarkers(const CompareResult& result) {
+// `at`: each origin's index among the points.
+std::string originMarkers(const std::vector<Point>& points, const std::vector<size_t>& at) {
   std::string s;
-  const size_t n = result.records.size();
-  for (size_t k = 0; k < result.origins.size(); ++k) {
-    size_t i = result.origins[k];
+  const size_t n = points.size();
+  for (size_t k = 0; k < at.size(); ++k) {
+    size_t i = at[k];
     if (i >= n) continue;
     double x = xOf(i, n);
     s += std::string("<g class=\"origin-marker") + (k == 0 ? " first" : "") + "\"><line class=\"origin-line\" x1=\"" +
@@ -166,7 +179,7 @@ std::string originMarkers(const CompareResult& result) {
       bool right_half = x > kWidth / 2;
       s += "<text class=\"origin-label\" x=\"" + fmt(x + (right_half ? -10 : 10)) + "\" y=\"" + fmt(kTop - 14) +
            "\" text-anchor=\"" + (right_half ? "end" : "start") + "\">first origin: " +
-           escapeMarkup(result.records[i].name) + "</text>";
+           escapeMarkup(points[i].name) + "</text>";
     }
     s += "</g>";
   }
@@ -176,19 +189,29 @@ std::string originMarkers(const CompareResult& result) {
 }  // namespace
 
 std::string errorPlotSvg(const CompareResult& result) {
-  const size_t n = result.records.size();
+  std::vector<Point> points;
+  std::map<size_t, size_t> index_of;  // record position -> its point
+  forEachRecord(result, [&](size_t position, const RecordComparison& r) {
+    index_of[position] = points.size();
+    points.push_back({r.name, r.index0, r.step, r.rank, r.pass == format::Pass::Forward, r.origin, r.verdict,
+                      recordError(r)});
+  });
+  std::vector<size_t> origins;
+  for (size_t o : result.origins) {
+    auto it = index_of.find(o);
+    if (it != index_of.end()) origins.push_back(it->second);
+  }
+  const size_t n = points.size();
   std::vector<double> errors(n);
-  for (size_t i = 0; i < n; ++i) errors[i] = recordError(result.records[i]);
+  for (size_t i = 0; i < n; ++i) errors[i] = points[i].error;
   YAxis axis = makeAxis(errors);
   std::string s = "<svg id=\"error-plot\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " + fmt(kWidth) + " " +
                   fmt(kHeight) + "\" width=\"" + fmt(kWidth) + "\" height=\"" + fmt(kHeight) +
                   "\" role=\"img\" aria-label=\"error along execution order\">";
-  s += axes(axis, n, xOf) + boundaries(result) + legend();
+  s += axes(axis, n, xOf) + boundaries(points) + legend();
   s += "<g class=\"marks\">";
-  for (size_t i = 0; i < n; ++i) {
-    s += mark(result.records[i], errors[i], xOf(i, n), axis.y(axis.level(errors[i])));
-  }
-  s += "</g>" + originMarkers(result);
+  for (size_t i = 0; i < n; ++i) s += mark(points[i], xOf(i, n), axis.y(axis.level(errors[i])));
+  s += "</g>" + originMarkers(points, origins);
   return s + "</svg>";
 }
 

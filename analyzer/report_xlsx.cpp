@@ -57,13 +57,13 @@ void tensorSheet(const CompareResult& result, XlsxWorkbook& sheet) {
   sheet.addSheet("tensors", widths, 1, 2);
   sheet.addRow(header, XlsxStyle::Header);
   std::vector<XlsxCell> cells(columns.size());
-  for (const RecordComparison& r : result.records) {
+  forEachRecord(result, [&](size_t, const RecordComparison& r) {
     for (const TensorPair& p : r.tensors) {
       std::vector<std::string> row = reportRow(r, p);
       for (size_t i = 0; i < columns.size() && i < row.size(); ++i) cells[i] = cell(row[i], columns[i].type);
       sheet.addRow(cells, rowStyle(p.verdict, r.origin));
     }
-  }
+  });
 }
 
 void originSheet(const CompareResult& result, XlsxWorkbook& sheet) {
@@ -75,8 +75,7 @@ void originSheet(const CompareResult& result, XlsxWorkbook& sheet) {
   sheet.addSheet("origins", {34, 24, 6, 6, 6, 8, 14, 12, 12, 12, 12, 12, 12, 8, 70}, 1, 1);
   sheet.addRow(header, XlsxStyle::Header);
   for (size_t index : result.origins) {
-    if (index >= result.records.size()) continue;
-    const RecordComparison& r = result.records[index];
+    const RecordComparison& r = recordAt(result, index);
     const TensorPair* worst = worstPair(r);
     auto metric = [&](double TensorMetrics::*field) {
       return worst ? XlsxCell::num(worst->metrics.*field) : XlsxCell();

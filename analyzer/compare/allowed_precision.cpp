@@ -5,26 +5,20 @@
 
 namespace acc::analyzer {
 
-void judgeAtAllowedPrecision(std::vector<RecordComparison>& records, const std::vector<AlignedPair>& pairs,
-                             const std::vector<RecordMeta>& metas0, const nlohmann::json& manifest0,
-                             const std::vector<RecordMeta>& metas1, const nlohmann::json& manifest1,
-                             const Thresholds& thresholds) {
-  for (size_t k = 0; k < records.size() && k < pairs.size(); ++k) {
-    RecordComparison& r = records[k];
-    if (!isMatmulLike(r.op) && !isConvLike(r.op)) continue;
-    const RecordMeta &m0 = metas0[pairs[k].i0], &m1 = metas1[pairs[k].i1];
-    const AllowedPrecision a0 = allowedPrecision(manifest0, m0.op, m0.off_cpu);
-    const AllowedPrecision a1 = allowedPrecision(manifest1, m1.op, m1.off_cpu);
-    // The coarser of the two: either run may have rounded.
-    const AllowedPrecision& a = !a1.reduced() || (a0.reduced() && a0.mantissa_bits < a1.mantissa_bits) ? a0 : a1;
-    if (!a.reduced()) continue;
-    const Precision cap = a.mantissa_bits <= 7 ? Precision::BFloat16 : Precision::Float16;
-    const std::string label = a.name + ", allowed by " + (&a == &a0 ? "DIR0's " : "DIR1's ") + a.setting;
-    for (TensorPair& p : r.tensors) {
-      if (consumes(r, p) || p.verdict == Verdict::Pass || !p.metrics.compared || p.uninitialized) continue;
-      judge(p, thresholds, cap, label);
-      if (p.verdict == Verdict::Pass) p.reason = "passes at " + label;
-    }
+void judgeAtAllowedPrecision(RecordComparison& r, const RecordMeta& m0, const nlohmann::json& manifest0,
+                             const RecordMeta& m1, const nlohmann::json& manifest1, const Thresholds& thresholds) {
+  if (!isMatmulLike(r.op) && !isConvLike(r.op)) return;
+  const AllowedPrecision a0 = allowedPrecision(manifest0, m0.op, m0.off_cpu);
+  const AllowedPrecision a1 = allowedPrecision(manifest1, m1.op, m1.off_cpu);
+  // The coarser of the two: either run may have rounded.
+  const AllowedPrecision& a = !a1.reduced() || (a0.reduced() && a0.mantissa_bits < a1.mantissa_bits) ? a0 : a1;
+  if (!a.reduced()) return;
+  const Precision cap = a.mantissa_bits <= 7 ? Precision::BFloat16 : Precision::Float16;
+  const std::string label = a.name + ", allowed by " + (&a == &a0 ? "DIR0's " : "DIR1's ") + a.setting;
+  for (TensorPair& p : r.tensors) {
+    if (consumes(r, p) || p.verdict == Verdict::Pass || !p.metrics.compared || p.uninitialized) continue;
+    judge(p, thresholds, cap, label);
+    if (p.verdict == Verdict::Pass) p.reason = "passes at " + label;
   }
 }
 

@@ -14,12 +14,10 @@
 
 namespace acc::analyzer {
 
-// Re-judges the produced tensors (outputs, grad_out) of records[k], the
-// pair (metas0[pairs[k].i0], metas1[pairs[k].i1]), that fail or warn at
-// their dtype's precision but may use a reduced one on either side.
-void judgeAtAllowedPrecision(std::vector<RecordComparison>& records, const std::vector<AlignedPair>& pairs,
-                             const std::vector<RecordMeta>& metas0, const nlohmann::json& manifest0,
-                             const std::vector<RecordMeta>& metas1, const nlohmann::json& manifest1,
-                             const Thresholds& thresholds);
+// Re-judges the produced tensors (outputs, grad_out) of `r`, the pair of
+// records (m0, m1), that fail or warn at their dtype's precision but may use
+// a reduced one on either side.
+void judgeAtAllowedPrecision(RecordComparison& r, const RecordMeta& m0, const nlohmann::json& manifest0,
+                             const RecordMeta& m1, const nlohmann::json& manifest1, const Thresholds& thresholds);
 
 }  // namespace acc::analyzer

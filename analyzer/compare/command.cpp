@@ -213,7 +213,7 @@ void printVerdict(const CompareResult& r, const CompareCounts& c, const std::vec
       o << "  later origins:";
       size_t shown = 0;
       for (size_t k = 1; k < r.origins.size() && shown < 5; ++k, ++shown) {
-        const RecordComparison& x = r.records[r.origins[k]];
+        const RecordComparison& x = recordAt(r, r.origins[k]);
         o << (shown ? ", " : " ") << x.name << " (step " << x.step << ")";
       }
       if (r.origins.size() > 6) o << " and " << (r.origins.size() - 6) << " more";
@@ -255,9 +255,9 @@ void printVerdict(const CompareResult& r, const CompareCounts& c, const std::vec
     if (!first->location.empty()) o << "    at " << first->location << "\n";
   }
   size_t amplifiers = 0;
-  for (const RecordComparison& rc : r.records) {
+  forEachRecord(r, [&](size_t, const RecordComparison& rc) {
     amplifiers += rc.replay.state == ReplayState::Amplifies || rc.replay.state == ReplayState::MayAmplify;
-  }
+  });
   if (amplifiers) o << "  " << amplifiers << " candidate(s) amplify their inputs' error, not origins (summary.json: amplifiers)\n";
   o << failingModulesLine(r);
   if (const GradientPart part = firstFailingGradient(r.gradients); part.cell) {
@@ -280,20 +280,19 @@ void printVerdict(const CompareResult& r, const CompareCounts& c, const std::vec
 // `vcs -c X`-style listing of the pairs below --min-cosine.
 void printLowCosine(const CompareResult& filtered, double min_cosine) {
   size_t total = 0;
-  for (const RecordComparison& r : filtered.records) total += r.tensors.size();
-  std::printf("%zu tensor pair(s) with cosine < %.10g:\n", total, min_cosine);
-  size_t shown = 0;
-  for (const RecordComparison& r : filtered.records) {
+  std::string listed;
+  forEachRecord(filtered, [&](size_t, const RecordComparison& r) {
     for (const TensorPair& p : r.tensors) {
-      if (shown++ == 20) {
-        std::printf("  ... (all in report.csv)\n");
-        return;
-      }
-      std::printf("  %6llu  %-36s %-12s cosine %s  max_abs %s\n", static_cast<unsigned long long>(r.index0),
-                  r.name.c_str(), where(p).c_str(), num(p.metrics.cosine, "%.6f").c_str(),
-                  num(p.metrics.max_abs).c_str());
+      if (total++ >= 20) continue;
+      char line[512];
+      std::snprintf(line, sizeof line, "  %6llu  %-36s %-12s cosine %s  max_abs %s\n",
+                    static_cast<unsigned long long>(r.index0), r.name.c_str(), where(p).c_str(),
+                    num(p.metrics.cosine, "%.6f").c_str(), num(p.metrics.max_abs).c_str());
+      listed += line;
     }
-  }
+  });
+  std::printf("%zu tensor pair(s) with cosine < %.10g:\n%s", total, min_cosine, listed.c_str());
+  if (total > 20) std::printf("  ... (all in report.csv)\n");
 }
 
 struct Args {
@@ -353,6 +352,10 @@ int compareCommand(const std::vector<std::string>& argv) {
   ProgressReporter progress(stderr);
   a.options.progress = [&](const CompareProgress& p) { progress.update(p); };
   a.options.replay_binary = replay::defaultWorkerPath();
+  // The judged rows are spilled beside the reports while compare runs.
+  std::error_code ec;
+  std::filesystem::create_directories(a.common.out, ec);
+  a.options.spill_dir = std::filesystem::is_directory(a.common.out) ? a.common.out : "";
   CompareResult result;
   try {
     result = compareRecordings(a.options);

@@ -39,9 +39,9 @@ void writeCsvReport(const CompareResult& result, const std::string& path) {
   std::vector<std::string> header;
   for (const Column& c : reportColumns()) header.push_back(c.name);
   row(out, header);
-  for (const RecordComparison& r : result.records) {
+  forEachRecord(result, [&](size_t, const RecordComparison& r) {
     for (const TensorPair& p : r.tensors) row(out, reportRow(r, p));
-  }
+  });
   out.flush();
   if (!out) throw std::runtime_error(path + ": write failed (" + std::strerror(errno) + ")");
 }

@@ -16,6 +16,9 @@
 #include "analyzer/compare/allowed_precision.h"
 #include "analyzer/compare/confirm.h"
 #include "analyzer/compare/origins.h"
+#include "analyzer/compare/rank_rows.h"
+#include "analyzer/compare/record_spill.h"
+#include "analyzer/compare/summary.h"
 #include "analyzer/compare/report_set.h"
 #include "analyzer/compare/scan.h"
 #include "analyzer/compare/stream.h"
@@ -23,15 +26,6 @@
 
 namespace acc::analyzer {
 namespace {
-
-std::vector<std::string> stackOf(const ScannedRank& rank, uint64_t stack_id) {
-  std::vector<std::string> frames;
-  auto it = rank.stacks.find(stack_id);
-  if (stack_id == 0 || it == rank.stacks.end()) return frames;
-  for (const format::StackFrame& f : it->second.frames) frames.push_back(f.text);
-  return frames;
-}
-
 
 UnmatchedRecord unmatched(int side, const RecordMeta& m, int64_t rank) {
   UnmatchedRecord u;
@@ -43,55 +37,6 @@ UnmatchedRecord unmatched(int side, const RecordMeta& m, int64_t rank) {
   u.index = m.index;
   u.output_checksum = m.output_checksum;
   return u;
-}
-
-// Stacks of the records that do not pass (backward records: their forward
-// op's stack when known: where the user called the op).
-void attachStacks(const ScannedRank& rank, const std::vector<RecordMeta>& metas,
-                  const std::vector<AlignedPair>& pairs, std::vector<RecordComparison>& records) {
-  std::map<std::pair<int64_t, std::string>, uint64_t> forward_stack;
-  for (const RecordMeta& m : metas) {
-    if (m.pass == format::Pass::Forward && m.stack_id) forward_stack[{m.step, m.name}] = m.stack_id;
-  }
-  for (size_t k = 0; k < records.size(); ++k) {
-    RecordComparison& r = records[k];
-    if (r.verdict == Verdict::Pass && !r.origin) continue;
-    const RecordMeta& m = metas[pairs[k].i0];
-    uint64_t id = m.stack_id;
-    if (m.pass == format::Pass::Backward) {
-      // The forward call site names the op; a backward stack only shows
-      // loss.backward().
-      auto it = forward_stack.find({m.step, m.forward_name});
-      if (it != forward_stack.end()) id = it->second;
-    }
-    r.stack0 = stackOf(rank, id);
-    r.location = userLocation(r.stack0);
-  }
-}
-
-// Level-1 candidates get the environment that re-records just their region
-// at level 2 in both runs: their step, and the records from kMargin before
-// to kMargin after them (a backward record's forward op included: replay
-// needs what autograd saved), names taken from DIR1.
-void attachRerecord(const std::vector<RecordMeta>& metas, const std::vector<AlignedPair>& pairs,
-                    std::vector<RecordComparison>& records) {
-  constexpr size_t kMargin = 3;
-  for (size_t k = 0; k < records.size(); ++k) {
-    RecordComparison& r = records[k];
-    if (!failsOnStatistics(r) || !(r.origin || r.replay.state == ReplayState::MayAmplify)) continue;
-    size_t first = pairs[k].i1, last = pairs[k].i1;
-    const RecordMeta& m = metas[last];
-    if (m.pass == format::Pass::Backward) {
-      for (size_t j = last; j-- > 0 && metas[j].step == m.step;) {
-        if (metas[j].name == m.forward_name) first = j;
-      }
-    }
-    size_t from = first, to = last + 1;  // [from, to): names; `to` may be past the step
-    for (size_t n = 0; n < kMargin && from > 0 && metas[from - 1].step == m.step; ++n) --from;
-    for (size_t n = 0; n < kMargin && to < metas.size() && metas[to].step == m.step; ++n) ++to;
-    const std::string end = to < metas.size() && metas[to].step == m.step ? metas[to].name : "";
-    r.rerecord = "ACC_LEVEL=2 ACC_STEPS=" + std::to_string(m.step) + " ACC_OP_RANGE=" + metas[from].name + "," + end;
-  }
 }
 
 }  // namespace
@@ -210,14 +155,20 @@ CompareResult compareRecordings(const CompareOptions& options) {
   }
 
   // Pass 2: tensor data, streamed; rank pairs side by side, each with its
-  // share of the threads and of the memory budget.
+  // share of the threads and of the memory budget. Each rank pair's rows are
+  // judged as they come and spilled to disk (rank_rows.h).
   const unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  auto spill = std::make_shared<RecordSpill>(options.spill_dir);
   struct PlanOutput {
-    std::vector<RecordComparison> records;
+    std::unique_ptr<RankRows> rows;
     std::vector<std::string> problems;
     StreamCounters counters;
   };
   std::vector<PlanOutput> outs(plans.size());
+  for (size_t k = 0; k < plans.size(); ++k) {
+    outs[k].rows = std::make_unique<RankRows>(*plans[k].a, *plans[k].b, plans[k].pairs, options.thresholds,
+                                              options.replay ? options.replay_limit : 0, spill->addPart());
+  }
   const size_t concurrent = std::max<size_t>(1, std::min<size_t>(plans.size(), threads));
   progress.scanning = false;
   const double pass2_start = elapsed();
@@ -237,10 +188,6 @@ CompareResult compareRecordings(const CompareOptions& options) {
   auto comparePlan = [&](size_t k) {
     RankPlan& plan = plans[k];
     PlanOutput& out = outs[k];
-    out.records.reserve(plan.pairs.size());
-    for (const AlignedPair& p : plan.pairs) {
-      out.records.push_back(describePair(plan.a->records[p.i0], plan.b->records[p.i1], plan.a->rank.rank));
-    }
     StreamJob job;
     job.side0 = plan.a;
     job.side1 = plan.b;
@@ -249,12 +196,9 @@ CompareResult compareRecordings(const CompareOptions& options) {
     job.threads = std::max<unsigned>(1, threads / static_cast<unsigned>(concurrent));
     job.memory_budget = std::max<uint64_t>(options.memory_budget / concurrent, uint64_t(1) << 20);
     job.tick = tick;
-    streamCompare(job, out.records, out.counters, out.problems);
-    judgeAtAllowedPrecision(out.records, plan.pairs, plan.a->records, plan.a->rank.manifest, plan.b->records,
-                            plan.b->rank.manifest, options.thresholds);
-    judgeRecords(out.records, options.thresholds);
-    attachStacks(*plan.a, plan.a->records, plan.pairs, out.records);
-    attachRerecord(plan.b->records, plan.pairs, out.records);
+    job.deliver = [&out](size_t pair, std::vector<TensorPair>&& tensors) { out.rows->deliver(pair, std::move(tensors)); };
+    streamCompare(job, out.counters, out.problems);
+    out.rows->finish();
   };
   if (concurrent == 1) {
     for (size_t k = 0; k < plans.size(); ++k) comparePlan(k);
@@ -268,32 +212,57 @@ CompareResult compareRecordings(const CompareOptions& options) {
     }
     for (std::thread& t : pool) t.join();
   }
-  // Replay (one pool of acc-replay workers) and the merge, rank by rank.
+  // Replay of the candidates (one pool of acc-replay workers), then the
+  // rank pairs' rows as one sequence: positions shift by the parts before.
   std::unique_ptr<replay::Pool> pool;
+  size_t offset = 0;
+  const RecordComparison* first_failing = nullptr;
   for (size_t k = 0; k < plans.size(); ++k) {
     PlanOutput& out = outs[k];
-    if (options.replay) {
+    RankRows& rows = *out.rows;
+    if (options.replay && !rows.candidates.empty()) {
       if (!pool) pool = std::make_unique<replay::Pool>(options.replay_binary, threads);
-      confirmByReplay(out.records, plans[k].a->rank, plans[k].b->rank, options.thresholds, *pool,
+      std::vector<RecordComparison> candidates;
+      for (size_t c : rows.candidates) candidates.push_back(rows.kept.at(c));
+      confirmByReplay(candidates, plans[k].a->rank, plans[k].b->rank, options.thresholds, *pool,
                       options.replay_limit, result.notes);
+      for (size_t i = 0; i < candidates.size(); ++i) rows.kept[rows.candidates[i]] = std::move(candidates[i]);
+    }
+    if (rows.candidates_skipped) {
+      result.notes.push_back("rank " + std::to_string(plans[k].a->rank.rank) + ": " +
+                             std::to_string(rows.candidates_skipped) + " candidate origin(s) beyond --replay-limit " +
+                             std::to_string(options.replay_limit) + " were not replayed (judged by the ratio rule)");
+    }
+    for (size_t o : rows.origins) {
+      auto kept = rows.kept.find(o);
+      // Replay may have shown a candidate to amplify its inputs' error.
+      if (kept == rows.kept.end() || kept->second.origin) result.origins.push_back(offset + o);
+    }
+    result.origins_not_kept += rows.origins_not_kept;
+    for (auto& [position, record] : rows.kept) result.kept[offset + position] = std::move(record);
+    if (rows.first_failing != SIZE_MAX) {
+      const RecordComparison& f = result.kept.at(offset + rows.first_failing);
+      if (!first_failing || comesFirst(f, *first_failing)) {
+        first_failing = &f;
+        result.first_failing = offset + rows.first_failing;
+      }
     }
     for (std::string& p : out.problems) result.problems.push_back(std::move(p));
-    for (RecordComparison& r : out.records) {
-      result.tensors_compared += std::count_if(r.tensors.begin(), r.tensors.end(),
-                                               [](const TensorPair& p) { return p.metrics.compared; });
-      result.records.push_back(std::move(r));
-    }
+    result.tensors_compared += rows.tensors_compared;
     result.bytes_compared += out.counters.bytes_done;
     result.pairs_reused += out.counters.pairs_reused;
     // Held side by side: the peaks add up.
     result.peak_held_bytes += out.counters.peak_held_bytes;
+    offset += plans[k].pairs.size();
   }
-  for (size_t i = 0; i < result.records.size(); ++i) {
-    if (result.records[i].origin) result.origins.push_back(i);
-  }
+  result.spill = spill;
+  // Origins not kept are listed in report.csv only: their positions go.
+  result.origins.erase(std::remove_if(result.origins.begin(), result.origins.end(),
+                                      [&](size_t o) { return !result.kept.count(o); }),
+                       result.origins.end());
   sortOrigins(result);  // execution order across ranks
-  result.modules = summarizeModules(result.records);  // before report filters drop rows
-  result.gradients = gradientMap(result.records);
+  result.modules = summarizeModules(result);  // before report filters drop rows
+  result.gradients = gradientMap(result);
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }

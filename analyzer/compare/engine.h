@@ -1,6 +1,7 @@
 // compareRecordings(): the whole comparison of two recordings, without the
 // reports. Two passes over each records file: metadata only (align), then
-// streaming with data (metrics), so memory stays bounded by `memory_budget`
+// streaming with data (metrics), the judged rows spilled to disk as they
+// come, so tensor data held stay within `memory_budget` and rows on disk
 // whatever the size of the recordings.
 #pragma once
 
@@ -38,6 +39,9 @@ struct CompareOptions {
   bool replay = true;
   std::string replay_binary;
   size_t replay_limit = 1000;  // candidates per rank
+  // Where the judged rows are spilled while the comparison runs ($TMPDIR
+  // when empty); removed with the result.
+  std::string spill_dir;
   // Called from the calling thread about ten times a second while the
   // tensor data are compared.
   std::function<void(const CompareProgress&)> progress;

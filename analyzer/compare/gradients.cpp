@@ -9,11 +9,11 @@
 
 namespace acc::analyzer {
 
-std::vector<GradientRow> gradientMap(const std::vector<RecordComparison>& records) {
+std::vector<GradientRow> gradientMap(const CompareResult& result) {
   std::vector<GradientRow> rows;
   std::map<std::pair<int64_t, std::string>, size_t> at;
-  for (const RecordComparison& r : records) {
-    if (!isGradientRecord(r) || r.tensors.empty()) continue;
+  forEachRecord(result, [&](size_t, const RecordComparison& r) {
+    if (!isGradientRecord(r) || r.tensors.empty()) return;
     const TensorPair& p = r.tensors.front();
     const std::string parameter = r.name.substr(r.name.find("::") + 2);
     auto [it, added] = at.emplace(std::make_pair(r.rank, parameter), rows.size());
@@ -24,7 +24,7 @@ std::vector<GradientRow> gradientMap(const std::vector<RecordComparison>& record
     cell.sign_agree = p.metrics.compared ? p.metrics.sign_agree : std::nan("");
     cell.verdict = r.verdict;
     rows[it->second].cells.push_back(cell);
-  }
+  });
   for (GradientRow& row : rows) {
     std::stable_sort(row.cells.begin(), row.cells.end(),
                      [](const GradientCell& a, const GradientCell& b) { return a.step < b.step; });

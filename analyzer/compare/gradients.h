@@ -9,7 +9,7 @@
 namespace acc::analyzer {
 
 // One row per (rank, parameter) in the order first recorded, cells by step.
-std::vector<GradientRow> gradientMap(const std::vector<RecordComparison>& records);
+std::vector<GradientRow> gradientMap(const CompareResult& result);
 
 // The first failing cell in step order (then map order): nullptr when none.
 struct GradientPart {

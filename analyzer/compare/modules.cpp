@@ -7,7 +7,7 @@
 
 namespace acc::analyzer {
 
-std::vector<ModuleSummary> summarizeModules(const std::vector<RecordComparison>& records) {
+std::vector<ModuleSummary> summarizeModules(const CompareResult& result) {
   std::map<std::string, size_t> at;  // module -> index in `out`
   std::vector<ModuleSummary> out;
   std::vector<size_t> first_seen;
@@ -15,9 +15,8 @@ std::vector<ModuleSummary> summarizeModules(const std::vector<RecordComparison>&
   const auto firstFail = [](const ModuleSummary& m) {
     return std::make_tuple(m.first_failing_step, m.first_failing_index, m.first_failing_rank);
   };
-  for (size_t i = 0; i < records.size(); ++i) {
-    const RecordComparison& r = records[i];
-    if (!r.has_module || isGradientRecord(r)) continue;  // gradients have their own map
+  forEachRecord(result, [&](size_t i, const RecordComparison& r) {
+    if (!r.has_module || isGradientRecord(r)) return;  // gradients have their own map
     auto [it, added] = at.emplace(r.module, out.size());
     if (added) {
       out.push_back({});
@@ -32,7 +31,7 @@ std::vector<ModuleSummary> summarizeModules(const std::vector<RecordComparison>&
       m.worst_error = r.output_error;
       m.worst_record = r.name;
     }
-    if (r.verdict != Verdict::Fail) continue;
+    if (r.verdict != Verdict::Fail) return;
     ++m.fail;
     if (m.first_failing.empty() || std::make_tuple(r.step, r.index0, r.rank) < firstFail(m)) {
       m.first_failing = r.name;
@@ -40,7 +39,7 @@ std::vector<ModuleSummary> summarizeModules(const std::vector<RecordComparison>&
       m.first_failing_rank = r.rank;
       m.first_failing_index = r.index0;
     }
-  }
+  });
   std::vector<size_t> order(out.size());
   for (size_t k = 0; k < order.size(); ++k) order[k] = k;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {

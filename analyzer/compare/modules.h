@@ -12,6 +12,6 @@ namespace acc::analyzer {
 // One entry per module path the records carry, those with failing records
 // first, in the order their first failure ran; then the others, in the
 // order they first ran. Empty when no record carries a module path.
-std::vector<ModuleSummary> summarizeModules(const std::vector<RecordComparison>& records);
+std::vector<ModuleSummary> summarizeModules(const CompareResult& result);
 
 }  // namespace acc::analyzer

@@ -28,48 +28,13 @@ ValueKey valueKey(const TensorPair& p) {
   return {p.stats0.checksum, p.stats1.checksum, static_cast<uint8_t>(p.dtype0), static_cast<uint8_t>(p.dtype1), n};
 }
 
+uint64_t pairKey(uint64_t a, uint64_t b) { return a * 0x9E3779B97F4A7C15ull ^ (b + 0x632BE59BD9B4E019ull + (a << 6) + (a >> 2)); }
+
 void markUninitialized(TensorPair& p) {
   p.uninitialized = true;
   p.verdict = Verdict::Pass;
   p.reason = "uninitialized memory (not judged)";
   p.metrics.mismatch += std::string(p.metrics.mismatch.empty() ? "" : "; ") + "uninitialized memory";
-}
-
-// Ops returning uninitialized memory are recorded without values; memory
-// that later shows up as an input differing between the runs, with the same
-// dtype and shape, no recorded producer and no value yet written, is that
-// memory (e.g. a parameter read by an in-place initializer, or its detach()).
-// Its copies (same values on both sides) are followed through later records.
-void findUninitialized(std::vector<RecordComparison>& records) {
-  std::set<std::pair<uint8_t, std::vector<int64_t>>> empty_shapes;
-  std::set<ValueKey> uninitialized;
-  std::unordered_set<uint64_t> produced;  // DIR0 checksums of recorded outputs
-  for (RecordComparison& r : records) {
-    for (TensorPair& p : r.tensors) {
-      if (!consumes(r, p) || !hasValues(p)) continue;
-      ValueKey key = valueKey(p);
-      if (uninitialized.count(key)) {
-        markUninitialized(p);
-      } else if (p.verdict != Verdict::Pass && p.dtype0 == p.dtype1 &&
-                 empty_shapes.count({static_cast<uint8_t>(p.dtype0), p.shape0}) &&
-                 !produced.count(p.stats0.checksum)) {
-        markUninitialized(p);
-        uninitialized.insert(key);
-      }
-    }
-    for (TensorPair& p : r.tensors) {
-      if (consumes(r, p)) continue;
-      if (!hasValues(p)) {
-        if (!p.metrics.compared && p.role == format::Role::Output && p.verdict == Verdict::Pass &&
-            !p.has_stats0 && !p.has_stats1) {
-          empty_shapes.insert({static_cast<uint8_t>(p.dtype0), p.shape0});
-        }
-        continue;
-      }
-      if (uninitialized.count(valueKey(p))) markUninitialized(p);
-      produced.insert(p.stats0.checksum);
-    }
-  }
 }
 
 // Ops that divide by (or take the root or log of) an input, and which
@@ -128,79 +93,114 @@ double carriedError(const TensorPair& p) {
   return std::isnan(e) ? 0 : e;
 }
 
-void judgeRecords(std::vector<RecordComparison>& records, const Thresholds& thresholds) {
-  findUninitialized(records);
-  std::map<std::pair<int64_t, std::string>, size_t> forward;  // (step, name) -> record
-  // Contents (both sides' checksums) some earlier record produced: error a
-  // tensor carries from there grew through recorded ops.
-  std::set<std::pair<uint64_t, uint64_t>> produced;
-  for (size_t i = 0; i < records.size(); ++i) {
-    RecordComparison& r = records[i];
-    r.verdict = Verdict::Pass;
-    r.input_error = r.output_error = 0;
-    r.inherits_recorded = true;
-    bool output_fails = false;
-    for (const TensorPair& p : r.tensors) {
-      if (consumes(r, p) && carriedError(p) > 0 &&
-          !(hasValues(p) && produced.count({p.stats0.checksum, p.stats1.checksum}))) {
-        r.inherits_recorded = false;
-      }
-    }
-    for (const TensorPair& p : r.tensors) {
-      if (!consumes(r, p) && hasValues(p)) produced.insert({p.stats0.checksum, p.stats1.checksum});
-    }
-    for (const TensorPair& p : r.tensors) {
-      if (!p.uninitialized && p.verdict > r.verdict) r.verdict = p.verdict;
-      const double e = carriedError(p);
-      if (consumes(r, p)) {
-        r.input_error = std::max(r.input_error, e);
-      } else {
-        r.output_error = std::max(r.output_error, e);
-        output_fails = output_fails || p.verdict == Verdict::Fail;
-      }
-    }
-    const RecordComparison* fwd_record = &r;
-    if (r.pass == format::Pass::Forward) {
-      forward[{r.step, r.name}] = i;
-    } else {
-      fwd_record = nullptr;
-      // A backward node also reads what its forward op saved: the forward's
-      // inputs and outputs. Error they carry is inherited too.
-      std::string fwd = r.name;
-      size_t at = fwd.rfind(".bwd");
-      if (at != std::string::npos) fwd = fwd.substr(0, at) + ".fwd";
-      auto it = forward.find({r.step, fwd});
-      if (it != forward.end()) {
-        const RecordComparison& f = records[it->second];
-        r.input_error = std::max({r.input_error, f.input_error, f.output_error});
-        fwd_record = &f;
-      }
-    }
-    r.origin = output_fails && r.output_error > thresholds.origin_factor * r.input_error;
-    if (r.origin && isCollectiveRecord(r)) {
-      // What its inputs lack came in with another rank's contribution.
-      r.origin = false;
-      r.from_other_ranks = true;
-      r.inherits_recorded = false;
-    }
-    r.replay = ReplayCheck();
-    // Level 1 cannot replay, and a division (Adam's update by sqrt(v) + eps)
-    // turns the small error of small elements into a large one on the
-    // tensor's scale: with inputs that differ at all, its failing output may
-    // be amplification as well as a wrong kernel (docs/METRICS.md, "Origins").
-    // Inputs that agree bit for bit leave no error to amplify.
-    if (r.origin && r.input_error > 0 && fwd_record && failsOnStatistics(r) && denominatorPosition(fwd_record->op) >= 0) {
-      r.origin = false;
-      r.replay.state = ReplayState::MayAmplify;
-      const double spread = denominatorSpread(*fwd_record);
-      char text[200];
-      std::snprintf(text, sizeof text,
-                    "divides by values spanning %s decades, with inputs that already differ: statistics cannot "
-                    "tell amplification from a wrong kernel",
-                    std::isfinite(spread) ? std::to_string(std::log10(spread)).substr(0, 4).c_str() : "more than 300");
-      r.replay.reason = text;
+// Ops returning uninitialized memory are recorded without values; memory
+// that later shows up as an input differing between the runs, with the same
+// dtype and shape, no recorded producer and no value yet written, is that
+// memory (e.g. a parameter read by an in-place initializer, or its detach()).
+// Its copies (same values on both sides) are followed through later records.
+void OriginJudge::findUninitialized(RecordComparison& r) {
+  for (TensorPair& p : r.tensors) {
+    if (!consumes(r, p) || !hasValues(p)) continue;
+    ValueKey key = valueKey(p);
+    if (uninitialized_.count(key)) {
+      markUninitialized(p);
+    } else if (p.verdict != Verdict::Pass && p.dtype0 == p.dtype1 &&
+               empty_shapes_.count({static_cast<uint8_t>(p.dtype0), p.shape0}) &&
+               !produced0_.contains(p.stats0.checksum)) {
+      markUninitialized(p);
+      uninitialized_.insert(key);
     }
   }
+  for (TensorPair& p : r.tensors) {
+    if (consumes(r, p)) continue;
+    if (!hasValues(p)) {
+      if (!p.metrics.compared && p.role == format::Role::Output && p.verdict == Verdict::Pass && !p.has_stats0 &&
+          !p.has_stats1) {
+        empty_shapes_.insert({static_cast<uint8_t>(p.dtype0), p.shape0});
+      }
+      continue;
+    }
+    if (uninitialized_.count(valueKey(p))) markUninitialized(p);
+    produced0_.insert(p.stats0.checksum);
+  }
+}
+
+void OriginJudge::judge(RecordComparison& r) {
+  findUninitialized(r);
+  if (r.step != step_) {
+    forward_.clear();  // a backward record's forward op ran in its step
+    step_ = r.step;
+  }
+  r.verdict = Verdict::Pass;
+  r.input_error = r.output_error = 0;
+  r.inherits_recorded = true;
+  bool output_fails = false;
+  for (const TensorPair& p : r.tensors) {
+    if (consumes(r, p) && carriedError(p) > 0 &&
+        !(hasValues(p) && produced_.contains(pairKey(p.stats0.checksum, p.stats1.checksum)))) {
+      r.inherits_recorded = false;
+    }
+  }
+  for (const TensorPair& p : r.tensors) {
+    if (!consumes(r, p) && hasValues(p)) produced_.insert(pairKey(p.stats0.checksum, p.stats1.checksum));
+  }
+  for (const TensorPair& p : r.tensors) {
+    if (!p.uninitialized && p.verdict > r.verdict) r.verdict = p.verdict;
+    const double e = carriedError(p);
+    if (consumes(r, p)) {
+      r.input_error = std::max(r.input_error, e);
+    } else {
+      r.output_error = std::max(r.output_error, e);
+      output_fails = output_fails || p.verdict == Verdict::Fail;
+    }
+  }
+  // What a backward record needs of its forward op: it also reads what the
+  // forward saved (its inputs and outputs), so error they carry is inherited.
+  const Forward* fwd = nullptr;
+  Forward self{r.op, r.input_error, r.output_error, 1};
+  if (r.pass == format::Pass::Forward) {
+    if (denominatorPosition(r.op) >= 0) self.denominator_spread = denominatorSpread(r);
+    forward_[r.name] = self;
+    fwd = &forward_[r.name];
+  } else {
+    std::string name = r.name;
+    const size_t at = name.rfind(".bwd");
+    if (at != std::string::npos) name = name.substr(0, at) + ".fwd";
+    auto it = forward_.find(name);
+    if (it != forward_.end()) {
+      fwd = &it->second;
+      r.input_error = std::max({r.input_error, fwd->input_error, fwd->output_error});
+    }
+  }
+  r.origin = output_fails && r.output_error > thresholds_.origin_factor * r.input_error;
+  if (r.origin && isCollectiveRecord(r)) {
+    // What its inputs lack came in with another rank's contribution.
+    r.origin = false;
+    r.from_other_ranks = true;
+    r.inherits_recorded = false;
+  }
+  r.replay = ReplayCheck();
+  // Level 1 cannot replay, and a division (Adam's update by sqrt(v) + eps)
+  // turns the small error of small elements into a large one on the
+  // tensor's scale: with inputs that differ at all, its failing output may
+  // be amplification as well as a wrong kernel (docs/METRICS.md, "Origins").
+  // Inputs that agree bit for bit leave no error to amplify.
+  if (r.origin && r.input_error > 0 && fwd && failsOnStatistics(r) && denominatorPosition(fwd->op) >= 0) {
+    r.origin = false;
+    r.replay.state = ReplayState::MayAmplify;
+    const double spread = fwd->denominator_spread;
+    char text[200];
+    std::snprintf(text, sizeof text,
+                  "divides by values spanning %s decades, with inputs that already differ: statistics cannot "
+                  "tell amplification from a wrong kernel",
+                  std::isfinite(spread) ? std::to_string(std::log10(spread)).substr(0, 4).c_str() : "more than 300");
+    r.replay.reason = text;
+  }
+}
+
+void judgeRecords(std::vector<RecordComparison>& records, const Thresholds& thresholds) {
+  OriginJudge judge(thresholds);
+  for (RecordComparison& r : records) judge.judge(r);
 }
 
 std::string userLocation(const std::vector<std::string>& stack) {

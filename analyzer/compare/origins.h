@@ -3,8 +3,13 @@
 // (docs/METRICS.md, "Origins").
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <set>
 #include <string>
+#include <tuple>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "analyzer/compare/result.h"
@@ -25,8 +30,56 @@ bool consumes(const RecordComparison& r, const TensorPair& p);
 // cannot judge it (the data were not recorded).
 bool failsOnStatistics(const RecordComparison& r);
 
-// One rank's records in execution order: marks uninitialized memory, sets
-// each record's verdict, input_error, output_error and origin.
+// The contents seen most recently, at most about 2 x kMax of them: a set
+// that forgets its oldest half when full, so that a judge of millions of
+// records holds a bounded number (a content forgotten counts as unseen:
+// an error it carries then reads as entering from outside).
+template <typename T>
+class RecentSet {
+ public:
+  static constexpr size_t kMax = size_t(1) << 18;
+  void insert(const T& v) {
+    if (current_.size() >= kMax) {
+      previous_ = std::move(current_);
+      current_.clear();
+    }
+    current_.insert(v);
+  }
+  bool contains(const T& v) const { return current_.count(v) || previous_.count(v); }
+
+ private:
+  std::unordered_set<T> current_, previous_;
+};
+
+// Judges one rank's records one at a time, in execution order: marks
+// uninitialized memory, sets each record's verdict, input_error,
+// output_error and origin. What it remembers is bounded: the forward ops
+// of the current step (for their backward records) and recent contents.
+class OriginJudge {
+ public:
+  explicit OriginJudge(const Thresholds& thresholds) : thresholds_(thresholds) {}
+  void judge(RecordComparison& r);
+
+ private:
+  struct Forward {
+    std::string op;
+    double input_error = 0, output_error = 0;
+    double denominator_spread = 1;  // for ops dividing by an input
+  };
+  void findUninitialized(RecordComparison& r);
+
+  const Thresholds thresholds_;
+  std::set<std::pair<uint8_t, std::vector<int64_t>>> empty_shapes_;
+  std::set<std::tuple<uint64_t, uint64_t, uint8_t, uint8_t, uint64_t>> uninitialized_;
+  RecentSet<uint64_t> produced0_;  // DIR0 checksums of recorded outputs
+  // Contents (both sides' checksums, hashed) some earlier record produced:
+  // error a tensor carries from there grew through recorded ops.
+  RecentSet<uint64_t> produced_;
+  int64_t step_ = INT64_MIN;
+  std::unordered_map<std::string, Forward> forward_;  // this step's forward records by name
+};
+
+// One rank's records at once (check, tests): an OriginJudge over them.
 void judgeRecords(std::vector<RecordComparison>& records, const Thresholds& thresholds);
 
 // The frame to show as the record's location: the innermost Python frame

@@ -1,5 +1,6 @@
 #include "analyzer/compare/report_filter.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -32,6 +33,17 @@ CompareResult filterResult(const CompareResult& full, const ReportFilter& filter
   out.records.clear();
   out.origins.clear();
   for (const std::string& f : filter.describe()) out.filters.push_back(f);
+  if (full.spill) {
+    // The spill is shared: its rows are filtered as they are read back.
+    out.keeps = [filter](const TensorPair& p) { return filter.keeps(p); };
+    for (size_t o : full.origins) {
+      const RecordComparison& r = recordAt(full, o);
+      if (std::any_of(r.tensors.begin(), r.tensors.end(), [&](const TensorPair& p) { return filter.keeps(p); })) {
+        out.origins.push_back(o);
+      }
+    }
+    return out;
+  }
   std::vector<size_t> new_index(full.records.size(), SIZE_MAX);
   for (size_t i = 0; i < full.records.size(); ++i) {
     const RecordComparison& r = full.records[i];

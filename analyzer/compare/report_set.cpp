@@ -49,8 +49,8 @@ std::string writeReports(const JudgeArgs& args, const CompareResult& result, int
 
 void sortOrigins(CompareResult& result) {
   std::stable_sort(result.origins.begin(), result.origins.end(), [&](size_t x, size_t y) {
-    const RecordComparison& a = result.records[x];
-    const RecordComparison& b = result.records[y];
+    const RecordComparison& a = recordAt(result, x);
+    const RecordComparison& b = recordAt(result, y);
     return std::tie(a.step, a.index0, a.rank) < std::tie(b.step, b.index0, b.rank);
   });
 }

@@ -5,7 +5,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -171,11 +174,25 @@ struct ModuleSummary {
   uint64_t first_failing_index = 0;
 };
 
+class RecordSpill;
+
 struct CompareResult {
   std::string dir0, dir1;
-  std::vector<RecordComparison> records;  // execution order (DIR0's)
+  // The judged records in execution order (DIR0's), rank by rank: here
+  // (check, tests), or spilled to disk as compare judges them (`spill`), so
+  // that memory stays bounded whatever their number. Read them through
+  // recordCount(), recordAt() and forEachRecord() below.
+  std::vector<RecordComparison> records;
+  std::shared_ptr<const RecordSpill> spill;
+  // With a spill: copies of the records referred to by position (origins,
+  // replayed candidates, the first failing record), which replace the
+  // spilled ones; and the report filter's choice of pairs (null: all).
+  std::map<size_t, RecordComparison> kept;
+  std::function<bool(const TensorPair&)> keeps;
   std::vector<UnmatchedRecord> unmatched;
-  std::vector<size_t> origins;            // indices into records, execution order
+  std::vector<size_t> origins;            // positions of records, execution order
+  size_t first_failing = SIZE_MAX;        // with a spill: the first failing record's position (summary.h)
+  uint64_t origins_not_kept = 0;          // origins beyond the RankRows::kMaxKeptOrigins of a rank: in report.csv only
   uint64_t tensors_compared = 0;
   uint64_t bytes_compared = 0;            // tensor data bytes read from both sides
   uint64_t peak_held_bytes = 0;           // most record bytes held at once (--memory-mb)
@@ -196,9 +213,14 @@ struct CompareResult {
   // ACC_GRADS: rows in the order the parameters were first recorded.
   std::vector<GradientRow> gradients;
 
-  const RecordComparison* firstOrigin() const {
-    return origins.empty() ? nullptr : &records[origins.front()];
-  }
+  const RecordComparison* firstOrigin() const;
 };
+
+// How many records; the one at a position (origins, first failing: always
+// at hand); each record in order with its position (a filtered spill skips
+// records without a kept pair and drops the pairs it does not keep).
+size_t recordCount(const CompareResult& r);
+const RecordComparison& recordAt(const CompareResult& r, size_t position);
+void forEachRecord(const CompareResult& r, const std::function<void(size_t, const RecordComparison&)>& f);
 
 }  // namespace acc::analyzer

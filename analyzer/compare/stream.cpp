@@ -25,10 +25,18 @@ namespace {
 // workers and merged in order (so results do not depend on scheduling).
 constexpr uint64_t kChunkReals = uint64_t(1) << 20;
 constexpr size_t kConvertBlock = 4096;
+constexpr uint64_t kMaxHeldRecords = 1 << 15;
 
+// What a decoded record holds in memory: its tensor bytes, and at level 1
+// (no data) its metadata, which then decides how far a reader may run ahead.
 uint64_t heldBytes(const format::OpRecord& r) {
-  uint64_t n = 256;
-  for (const format::Tensor& t : r.tensors) n += 128 + t.data.size();  // loaded bytes
+  uint64_t n = sizeof(format::OpRecord) + r.name.capacity() + r.op.capacity() + r.grad_fn.capacity() +
+               r.forward_name.capacity() + r.module.capacity() + r.overload.capacity() +
+               r.scalars.capacity() * sizeof(format::Scalar) + r.tensors.capacity() * sizeof(format::Tensor);
+  for (const format::Scalar& s : r.scalars) n += s.value.capacity();
+  for (const format::Tensor& t : r.tensors) {
+    n += t.device.capacity() + (t.shape.capacity() + t.strides.capacity()) * sizeof(int64_t) + t.data.capacity();
+  }
   return n;
 }
 
@@ -55,8 +63,7 @@ struct Job {
 
 class Pipeline {
  public:
-  Pipeline(const StreamJob& job, std::vector<RecordComparison>& out, StreamCounters& counters)
-      : job_(job), out_(out), counters_(counters) {
+  Pipeline(const StreamJob& job, StreamCounters& counters) : job_(job), counters_(counters) {
     slots_[0].resize(job.pairs->size());
     slots_[1].resize(job.pairs->size());
     compared_.resize(job.pairs->size(), 0);
@@ -193,13 +200,16 @@ class Pipeline {
     // The other reader may deliver the partner while this one waits.
     auto completes = [&] { return slots_[1 - side][id] != nullptr; };
     auto proceed = [&] { return completes() ? jobs_in_flight_ == 0 : mustProceed(side); };
-    while (held_ > 0 && held_ + bytes > job_.memory_budget && !proceed()) {
+    // Records without data (level 1) weigh little each, but a reader far
+    // ahead of the other would hold millions: their number is bounded too.
+    while (held_ > 0 && (held_ + bytes > job_.memory_budget || held_records_ >= kMaxHeldRecords) && !proceed()) {
       waiting_[side] = true;
       reader_cv_.notify_all();
       reader_cv_.wait(lock);
       waiting_[side] = false;
     }
     held_ += bytes;
+    ++held_records_;
     counters_.peak_held_bytes = std::max(counters_.peak_held_bytes, held_);
     if (!completes()) {
       slots_[side][id] = std::make_unique<format::OpRecord>(std::move(r));
@@ -334,19 +344,22 @@ class Pipeline {
     }
     uint64_t data = 0;
     compared_[job->id] = 1;
-    RecordComparison& rc = out_[job->id];
-    rc.tensors.clear();
+    std::vector<TensorPair> tensors;
+    tensors.reserve(job->planned.size());
     for (PlannedPair& p : job->planned) {
       if (p.kind == PairKind::Elements) data += p.t0->data.size() + p.t1->data.size();
-      rc.tensors.push_back(std::move(p.pair));
+      tensors.push_back(std::move(p.pair));
     }
     const uint64_t bytes = job->bytes;
+    const size_t id = job->id;
     delete job;
+    job_.deliver(id, std::move(tensors));
     counters_.pairs_done += 1;
     counters_.bytes_done += data;
     {
       std::lock_guard<std::mutex> lock(mu_);
       held_ -= bytes;
+      held_records_ -= 2;
       --jobs_in_flight_;
     }
     reader_cv_.notify_all();
@@ -354,13 +367,13 @@ class Pipeline {
   }
 
   const StreamJob& job_;
-  std::vector<RecordComparison>& out_;
   StreamCounters& counters_;
   std::mutex mu_;
   std::condition_variable reader_cv_, work_cv_, done_cv_;
   std::vector<std::unique_ptr<format::OpRecord>> slots_[2];
   std::deque<Task> tasks_;
   uint64_t held_ = 0;
+  uint64_t held_records_ = 0;  // decoded records held, paired or waiting for their partner
   int jobs_in_flight_ = 0;
   int readers_done_ = 0;
   bool waiting_[2] = {false, false};
@@ -374,9 +387,8 @@ class Pipeline {
 
 }  // namespace
 
-void streamCompare(const StreamJob& job, std::vector<RecordComparison>& out, StreamCounters& counters,
-                   std::vector<std::string>& problems) {
-  Pipeline pipeline(job, out, counters);
+void streamCompare(const StreamJob& job, StreamCounters& counters, std::vector<std::string>& problems) {
+  Pipeline pipeline(job, counters);
   pipeline.run(problems);
 }
 

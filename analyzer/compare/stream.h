@@ -36,11 +36,13 @@ struct StreamJob {
   uint64_t memory_budget = uint64_t(1) << 30;
   // Called about every 100 ms from the calling thread while it waits.
   std::function<void()> tick;
+  // Called once per pair compared, with its index in `pairs` and its tensor
+  // pairs, from the worker threads, in the order pairs complete (about file
+  // order). A pair whose records could not be read again is never delivered.
+  std::function<void(size_t pair, std::vector<TensorPair>&& tensors)> deliver;
 };
 
-// Fills out[k].tensors (out has one entry per pair, metadata already set).
 // Problems (unreadable records) are appended to `problems`.
-void streamCompare(const StreamJob& job, std::vector<RecordComparison>& out, StreamCounters& counters,
-                   std::vector<std::string>& problems);
+void streamCompare(const StreamJob& job, StreamCounters& counters, std::vector<std::string>& problems);
 
 }  // namespace acc::analyzer

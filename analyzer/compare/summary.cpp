@@ -22,26 +22,30 @@ nlohmann::json metric(const TensorMetrics& m, double v) {
 
 CompareCounts countResult(const CompareResult& r) {
   CompareCounts c;
-  c.matched = r.records.size();
   for (const UnmatchedRecord& u : r.unmatched) (u.side == 0 ? c.unmatched0 : c.unmatched1)++;
-  for (const RecordComparison& rc : r.records) {
+  forEachRecord(r, [&](size_t, const RecordComparison& rc) {
+    ++c.matched;
     (rc.verdict == Verdict::Fail ? c.records_fail : rc.verdict == Verdict::Warn ? c.records_warn : c.records_pass)++;
     for (const TensorPair& p : rc.tensors) {
       (p.metrics.compared ? c.pairs_compared : c.pairs_not_compared)++;
       (p.verdict == Verdict::Fail ? c.pairs_fail : p.verdict == Verdict::Warn ? c.pairs_warn : c.pairs_pass)++;
     }
-  }
+  });
   return c;
 }
 
+bool comesFirst(const RecordComparison& a, const RecordComparison& b) {
+  return std::tie(a.step, a.index0, a.rank) < std::tie(b.step, b.index0, b.rank);
+}
+
+bool failsFirstCandidate(const RecordComparison& r) { return r.verdict == Verdict::Fail && !isGradientRecord(r); }
+
 const RecordComparison* firstDivergence(const CompareResult& r) {
   if (const RecordComparison* o = r.firstOrigin()) return o;
+  if (r.spill) return r.first_failing == SIZE_MAX ? nullptr : &recordAt(r, r.first_failing);
   const RecordComparison* first = nullptr;
   for (const RecordComparison& rc : r.records) {
-    if (rc.verdict != Verdict::Fail || isGradientRecord(rc)) continue;
-    if (!first || std::tie(rc.step, rc.index0, rc.rank) < std::tie(first->step, first->index0, first->rank)) {
-      first = &rc;
-    }
+    if (failsFirstCandidate(rc) && (!first || comesFirst(rc, *first))) first = &rc;
   }
   return first;
 }
@@ -280,16 +284,16 @@ nlohmann::json summaryJson(const CompareResult& r, const Thresholds& t, const Su
   }
   nlohmann::json origins = nlohmann::json::array();
   for (size_t k = 0; k < r.origins.size() && k < kListed; ++k) {
-    origins.push_back(recordSummaryJson(r.records[r.origins[k]], false));
+    origins.push_back(recordSummaryJson(recordAt(r, r.origins[k]), false));
   }
   j["origins"] = origins;
   // Candidates replay showed to amplify their inputs' error: not origins.
   nlohmann::json amplifiers = nlohmann::json::array();
   size_t amplifying = 0;
-  for (const RecordComparison& rc : r.records) {
-    if (rc.replay.state != ReplayState::Amplifies && rc.replay.state != ReplayState::MayAmplify) continue;
+  forEachRecord(r, [&](size_t, const RecordComparison& rc) {
+    if (rc.replay.state != ReplayState::Amplifies && rc.replay.state != ReplayState::MayAmplify) return;
     if (amplifying++ < kListed) amplifiers.push_back(recordSummaryJson(rc, false));
-  }
+  });
   j["amplifiers"] = amplifiers;
   j["counts"]["amplifiers"] = amplifying;
   nlohmann::json unmatched = nlohmann::json::array();

@@ -29,6 +29,10 @@ CompareCounts countResult(const CompareResult& r);
 // The record a divergence is reported at: the first origin, else the first
 // failing record (its error entered before any recorded op), else nullptr.
 const RecordComparison* firstDivergence(const CompareResult& r);
+// What "first" means across ranks: step, then DIR0's index, then rank; and
+// which failing records may be the first failing one (not gradients).
+bool comesFirst(const RecordComparison& a, const RecordComparison& b);
+bool failsFirstCandidate(const RecordComparison& r);
 
 // How a comparison ends (docs/METRICS.md, "Origins"): no failing record;
 // no origin and the first failing record only amplifies the rounding its

@@ -51,8 +51,10 @@ void checkAgainstNumpy(Variant v0, Variant v1) {
   Recording rec0 = readRank(dir0 + "/rank0"), rec1 = readRank(dir1 + "/rank0");
   TempDir work;
   nlohmann::json index = nlohmann::json::array();
-  std::vector<const analyzer::TensorMetrics*> ours;
-  for (const RecordComparison& r : result.records) {
+  std::vector<analyzer::TensorMetrics> ours;
+  std::vector<RecordComparison> records;  // compare spills its rows: read them back
+  analyzer::forEachRecord(result, [&](size_t, const RecordComparison& r) { records.push_back(r); });
+  for (const RecordComparison& r : records) {
     for (const TensorPair& p : r.tensors) {
       if (!p.metrics.compared || p.metrics.from_stats) continue;
       const format::Tensor* t0 = findTensor(rec0, r.index0, p);
@@ -68,7 +70,7 @@ void checkAgainstNumpy(Variant v0, Variant v1) {
                        {"dtype0", format::dtypeName(t0->dtype)},
                        {"file1", work / (id + "_1.bin")},
                        {"dtype1", format::dtypeName(t1->dtype)}});
-      ours.push_back(&p.metrics);
+      ours.push_back(p.metrics);
     }
   }
   ASSERT_GT(ours.size(), 50u);
@@ -82,7 +84,7 @@ void checkAgainstNumpy(Variant v0, Variant v1) {
   nlohmann::json reference = nlohmann::json::parse(py.out);
   ASSERT_EQ(reference.size(), ours.size());
   for (size_t i = 0; i < ours.size(); ++i) {
-    const analyzer::TensorMetrics& m = *ours[i];
+    const analyzer::TensorMetrics& m = ours[i];
     const nlohmann::json& ref = reference[i];
     const std::string what = "pair " + std::to_string(i) + " " + index[i].dump();
     expectClose(m.max_abs, ref["max_abs"], what + " max_abs", 0);
