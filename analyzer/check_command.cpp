@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "analyzer/cli.h"
+#include "analyzer/compare/steps.h"
 #include "analyzer/commands.h"
 #include "analyzer/compare/csv_report.h"
 #include "analyzer/compare/engine.h"
@@ -308,6 +309,7 @@ int checkCommand(const std::vector<std::string>& argv) {
     if (result.records[i].origin) result.origins.push_back(i);
   }
   sortOrigins(result);
+  result.steps = summarizeSteps(result);
   result.seconds = elapsed();
   for (const std::string& p : result.problems) std::cerr << "acc-analyzer: " << p << "\n";
   const int exit_code = !result.problems.empty() ? kExitInput : result.origins.empty() ? kExitOk : kExitFound;

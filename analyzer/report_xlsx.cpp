@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <deque>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -45,7 +46,18 @@ double columnWidth(const std::string& name, ColumnType type) {
   return 9;
 }
 
-void tensorSheet(const CompareResult& result, XlsxWorkbook& sheet) {
+// Which tensor pairs the tensors sheet holds: every one of a comparison
+// that fits, else what a person reads in Excel (the records that fail or
+// warn, and kContext records before and after each origin), up to Excel's
+// row limit; report.csv has them all.
+struct Selection {
+  bool all = true;
+  uint64_t rows = 0, shown = 0, left_out = 0;
+};
+
+void tensorSheet(const CompareResult& result, XlsxWorkbook& sheet, Selection& selection) {
+  constexpr uint64_t kAllRows = 50000;
+  constexpr size_t kContext = 10;
   const std::vector<Column>& columns = reportColumns();
   std::vector<XlsxCell> header;
   std::vector<double> widths;
@@ -56,14 +68,85 @@ void tensorSheet(const CompareResult& result, XlsxWorkbook& sheet) {
   // The header row frozen; index and name stay visible when scrolling right.
   sheet.addSheet("tensors", widths, 1, 2);
   sheet.addRow(header, XlsxStyle::Header);
+  forEachRecord(result, [&](size_t, const RecordComparison& r) { selection.rows += r.tensors.size(); });
+  selection.all = selection.rows <= kAllRows;
   std::vector<XlsxCell> cells(columns.size());
-  forEachRecord(result, [&](size_t, const RecordComparison& r) {
+  auto write = [&](const RecordComparison& r) {
     for (const TensorPair& p : r.tensors) {
       std::vector<std::string> row = reportRow(r, p);
       for (size_t i = 0; i < columns.size() && i < row.size(); ++i) cells[i] = cell(row[i], columns[i].type);
-      sheet.addRow(cells, rowStyle(p.verdict, r.origin));
+      if (sheet.addRow(cells, rowStyle(p.verdict, r.origin))) ++selection.shown;
     }
+  };
+  std::deque<RecordComparison> before;  // passing records not written, for the next origin's context
+  size_t after = 0;                     // records still to write after the last origin
+  forEachRecord(result, [&](size_t, const RecordComparison& r) {
+    if (selection.all) return write(r);
+    if (r.origin) {
+      for (const RecordComparison& b : before) write(b);
+      before.clear();
+      after = kContext;
+    }
+    if (r.origin || r.verdict != Verdict::Pass || after > 0) {
+      if (!r.origin && after > 0) --after;
+      return write(r);
+    }
+    before.push_back(r);
+    if (before.size() > kContext) before.pop_front();
   });
+  selection.left_out = selection.rows - selection.shown;
+  if (!selection.all || selection.left_out) {
+    std::vector<XlsxCell> note(columns.size());
+    note[1] = XlsxCell::str(std::to_string(selection.left_out) + " of " + std::to_string(selection.rows) +
+                            " tensor pairs not in this sheet: report.csv holds every one (sheet \"about\")");
+    sheet.addRow(note, XlsxStyle::Bold);
+  }
+}
+
+// Per step and rank: where two runs part in a long run.
+void stepSheet(const CompareResult& result, XlsxWorkbook& sheet) {
+  sheet.addSheet("steps", {6, 6, 9, 7, 7, 8, 14, 14, 34}, 1, 2);
+  std::vector<XlsxCell> header;
+  for (const char* name : {"rank", "step", "records", "fail", "warn", "origins", "worst fwd error", "worst bwd error",
+                           "first failing record"}) {
+    header.push_back(XlsxCell::str(name));
+  }
+  sheet.addRow(header, XlsxStyle::Header);
+  for (const StepSummary& s : result.steps) {
+    sheet.addRow({XlsxCell::num(static_cast<double>(s.rank)), XlsxCell::num(static_cast<double>(s.step)),
+                  XlsxCell::num(static_cast<double>(s.records)), XlsxCell::num(static_cast<double>(s.fail)),
+                  XlsxCell::num(static_cast<double>(s.warn)), XlsxCell::num(static_cast<double>(s.origins)),
+                  std::isnan(s.worst_forward) ? XlsxCell() : XlsxCell::num(s.worst_forward),
+                  std::isnan(s.worst_backward) ? XlsxCell() : XlsxCell::num(s.worst_backward),
+                  XlsxCell::str(s.first_failing)},
+                 rowStyle(s.fail ? Verdict::Fail : s.warn ? Verdict::Warn : Verdict::Pass, false));
+  }
+}
+
+// What the workbook holds, and where the rest is.
+void aboutSheet(const CompareResult& result, const Selection& selection, XlsxWorkbook& sheet) {
+  sheet.addSheet("about", {110}, 0, 0);
+  auto line = [&](const std::string& text) { sheet.addRow({XlsxCell::str(text)}); };
+  line("acc-analyzer: " + result.dir0 + " (DIR0) against " + result.dir1 + " (DIR1)");
+  if (selection.all) {
+    line("tensors: every tensor pair (" + std::to_string(selection.rows) + "), in execution order");
+  } else {
+    line("tensors: the records that fail or warn, and 10 records before and after each origin: " +
+         std::to_string(selection.shown) + " of " + std::to_string(selection.rows) + " tensor pairs");
+  }
+  if (selection.left_out) {
+    line(std::to_string(selection.left_out) + " tensor pairs are not in this workbook: report.csv (beside it) holds "
+         "every pair, and report.html every record");
+  }
+  line("origins: every origin kept (" + std::to_string(result.origins.size()) + ")" +
+       (result.origins_not_kept ? "; " + std::to_string(result.origins_not_kept) + " more in report.csv" : ""));
+  line("steps: every step of every rank (" + std::to_string(result.steps.size()) + "): records, failures, the worst "
+       "error of its forward and backward records");
+  if (!result.modules.empty()) line("modules: every nn.Module path (" + std::to_string(result.modules.size()) + ")");
+  if (!result.unmatched.empty()) {
+    line("unmatched: records without a partner (" + std::to_string(result.unmatched.size()) + ")");
+  }
+  for (const std::string& f : result.filters) line("filter: " + f);
 }
 
 void originSheet(const CompareResult& result, XlsxWorkbook& sheet) {
@@ -131,10 +214,13 @@ void moduleSheet(const CompareResult& result, XlsxWorkbook& sheet) {
 
 void writeXlsxReport(const CompareResult& result, const std::string& path) {
   XlsxWorkbook book(path);
-  tensorSheet(result, book);
+  Selection selection;
+  tensorSheet(result, book, selection);
   originSheet(result, book);
+  if (!result.steps.empty()) stepSheet(result, book);
   if (!result.modules.empty()) moduleSheet(result, book);
   if (!result.unmatched.empty()) unmatchedSheet(result, book);
+  aboutSheet(result, selection, book);
   book.close();
   if (book.rowsLeftOut()) {
     std::fprintf(stderr, "acc-analyzer: %s holds Excel's limit of %u rows a sheet; %llu rows left out (report.csv holds every row)\n",

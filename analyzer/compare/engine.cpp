@@ -21,6 +21,7 @@
 #include "analyzer/compare/summary.h"
 #include "analyzer/compare/report_set.h"
 #include "analyzer/compare/scan.h"
+#include "analyzer/compare/steps.h"
 #include "analyzer/compare/stream.h"
 #include "analyzer/text.h"
 
@@ -263,6 +264,7 @@ CompareResult compareRecordings(const CompareOptions& options) {
   sortOrigins(result);  // execution order across ranks
   result.modules = summarizeModules(result);  // before report filters drop rows
   result.gradients = gradientMap(result);
+  result.steps = summarizeSteps(result);
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }

@@ -176,6 +176,17 @@ struct ModuleSummary {
 
 class RecordSpill;
 
+// One training step of one rank (analyzer/compare/steps.h).
+struct StepSummary {
+  int64_t step = 0, rank = 0;
+  uint64_t records = 0, warn = 0, fail = 0, origins = 0;
+  // The worst recordError of its forward and backward records (NaN: none compared).
+  double worst_forward = std::numeric_limits<double>::quiet_NaN();
+  double worst_backward = std::numeric_limits<double>::quiet_NaN();
+  std::string first_failing;  // "" when none fails
+  size_t first_position = 0, last_position = 0;  // its records' positions
+};
+
 struct CompareResult {
   std::string dir0, dir1;
   // The judged records in execution order (DIR0's), rank by rank: here
@@ -212,6 +223,8 @@ struct CompareResult {
   std::vector<ModuleSummary> modules;
   // ACC_GRADS: rows in the order the parameters were first recorded.
   std::vector<GradientRow> gradients;
+  // Per step and rank, in execution order (analyzer/compare/steps.h).
+  std::vector<StepSummary> steps;
 
   const RecordComparison* firstOrigin() const;
 };

@@ -43,7 +43,9 @@ nlohmann::json expectations(const CompareResult& result) {
     }
   }
   nlohmann::json sheets = {"tensors", "origins"};
+  if (!result.steps.empty()) sheets.push_back("steps");
   if (!result.unmatched.empty()) sheets.push_back("unmatched");
+  sheets.push_back("about");
   return {{"sheets", sheets}, {"columns", columns}, {"types", types}, {"rows", row - 1}, {"fail_rows", fail},
           {"warn_rows", warn}, {"origins", result.origins.size()}, {"values", values}};
 }
