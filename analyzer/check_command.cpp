@@ -20,6 +20,7 @@
 #include <sstream>
 #include <thread>
 
+#include "analyzer/check_rows.h"
 #include "analyzer/cli.h"
 #include "analyzer/compare/steps.h"
 #include "analyzer/commands.h"
@@ -121,10 +122,10 @@ uint64_t expectedRecords(const RankRecording& rank) {
   return 0;
 }
 
-// Replays one rank; returns its records in execution order.
-std::vector<RecordComparison> checkRank(const RankRecording& rank, const Args& a, replay::Pool& pool,
-                                        CompareProgress& progress, const std::function<void()>& tick,
-                                        std::vector<std::string>& problems, std::map<std::string, uint64_t>& why_not) {
+// Replays one rank; its records go to `rows` (and its spill part) in execution order.
+void checkRank(const RankRecording& rank, const Args& a, replay::Pool& pool, CompareProgress& progress,
+               const std::function<void()>& tick, std::vector<std::string>& problems,
+               std::map<std::string, uint64_t>& why_not, CheckRows& rows) {
   ItemQueue queue(2 * pool.workers());
   std::map<uint64_t, format::StackRecord> stacks;
   std::exception_ptr failure;
@@ -142,13 +143,11 @@ std::vector<RecordComparison> checkRank(const RankRecording& rank, const Args& a
     }
     queue.close();
   });
-  std::vector<RecordComparison> records;
   std::map<uint64_t, std::pair<size_t, ReplayItem>> waiting;  // id -> (slot, item without its request)
   auto finish = [&](size_t slot, const ReplayItem& item, const replay::Outcome& o) {
-    checkByReplay(records[slot], item, o, a.thresholds);
-    const ReplayCheck& c = records[slot].replay;
-    if (c.state == ReplayState::NotReplayable) ++why_not[c.reason];
-    RecordComparison& r = records[slot];
+    RecordComparison& r = rows.at(slot);
+    checkByReplay(r, item, o, a.thresholds);
+    if (r.replay.state == ReplayState::NotReplayable) ++why_not[r.replay.reason];
     if (r.verdict != Verdict::Pass || r.origin) {
       auto it = stacks.find(item.recorded.stack_id);
       if (it != stacks.end()) {
@@ -158,15 +157,15 @@ std::vector<RecordComparison> checkRank(const RankRecording& rank, const Args& a
     }
     ++progress.pairs_done;
     for (const format::Tensor& t : item.recorded.tensors) progress.bytes_done += t.data.size();
+    rows.done(slot);
     tick();
   };
   uint64_t next_id = 0;
   pool.run(
       [&]() -> std::optional<std::pair<uint64_t, replay::Request>> {
         while (std::optional<ReplayItem> item = queue.pop()) {
-          const size_t slot = records.size();
           const RecordMeta meta = recordMeta(item->recorded);
-          records.push_back(describePair(meta, meta, rank.rank));
+          const size_t slot = rows.add(describePair(meta, meta, rank.rank));
           if (!item->not_replayable.empty()) {
             finish(slot, *item, replay::Outcome());
             continue;
@@ -186,22 +185,20 @@ std::vector<RecordComparison> checkRank(const RankRecording& rank, const Args& a
   reader.join();
   if (failure) std::rethrow_exception(failure);
   if (damage.any()) problems.push_back(damage.describe(rank.dir + "/records.acc"));
-  std::stable_sort(records.begin(), records.end(),
-                   [](const RecordComparison& x, const RecordComparison& y) { return x.index0 < y.index0; });
-  return records;
+  rows.finish();
 }
 
 void printVerdict(const CompareResult& r, const std::map<std::string, uint64_t>& why_not,
                   const std::vector<std::string>& reports) {
   uint64_t replayed = 0, reproduced = 0, deviating = 0, not_replayable = 0;
   std::map<std::string, uint64_t> reduced;  // "tf32, allowed by X" -> ops judged at it
-  for (const RecordComparison& rc : r.records) {
+  forEachRecord(r, [&](size_t, const RecordComparison& rc) {
     if (!rc.replay.precision.empty()) ++reduced[rc.replay.precision + ", which " + rc.replay.precision_setting + " allows"];
     not_replayable += rc.replay.state == ReplayState::NotReplayable;
     replayed += rc.replay.state == ReplayState::Reproduced || rc.replay.state == ReplayState::Confirmed;
     reproduced += rc.replay.state == ReplayState::Reproduced;
     deviating += rc.replay.state == ReplayState::Confirmed;
-  }
+  });
   std::ostringstream o;
   const RecordComparison* first = r.firstOrigin();
   if (first) {
@@ -224,7 +221,7 @@ void printVerdict(const CompareResult& r, const std::map<std::string, uint64_t>&
   } else {
     o << "acc-analyzer check: no wrong kernel: every replayed op reproduces its recorded output\n";
   }
-  o << "  " << r.records.size() << " records: " << replayed << " replayed (" << reproduced << " reproduce, "
+  o << "  " << recordCount(r) << " records: " << replayed << " replayed (" << reproduced << " reproduce, "
     << deviating << " deviate), " << not_replayable << " not replayable\n";
   for (const auto& [how, n] : reduced) o << "    " << n << " matmul/conv op(s) judged at " << how << "\n";
   size_t shown = 0;
@@ -287,27 +284,37 @@ int checkCommand(const std::vector<std::string>& argv) {
     reporter.update(progress);
   };
   std::map<std::string, uint64_t> why_not;
+  // The judged rows are spilled beside the reports while check runs.
+  std::error_code ec;
+  std::filesystem::create_directories(a.out, ec);
+  auto spill = std::make_shared<RecordSpill>(std::filesystem::is_directory(a.out) ? a.out : "");
   try {
     for (const RankRecording& rank : ranks) {
-      std::vector<RecordComparison> records = checkRank(rank, a, pool, progress, tick, result.problems, why_not);
-      result.records0 += records.size();
-      for (RecordComparison& r : records) {
-        result.tensors_compared += std::count_if(r.tensors.begin(), r.tensors.end(),
-                                                 [](const TensorPair& p) { return p.metrics.compared; });
-        result.records.push_back(std::move(r));
+      CheckRows rows(spill->addPart());
+      checkRank(rank, a, pool, progress, tick, result.problems, why_not, rows);
+      const size_t offset = result.records0;
+      result.records0 += rows.records;
+      result.tensors_compared += rows.tensors_compared;
+      for (size_t o : rows.origins) {
+        if (rows.kept.count(o)) result.origins.push_back(offset + o);
+      }
+      result.origins_not_kept += rows.origins_not_kept;
+      for (auto& [position, record] : rows.kept) result.kept.emplace(offset + position, std::move(record));
+      if (rows.first_failing != SIZE_MAX &&
+          (result.first_failing == SIZE_MAX ||
+           comesFirst(result.kept.at(offset + rows.first_failing), result.kept.at(result.first_failing)))) {
+        result.first_failing = offset + rows.first_failing;
       }
     }
-  } catch (const InputError& e) {
+  } catch (const std::exception& e) {  // InputError, or the spill's disk
     reporter.finish();
     std::cerr << "acc-analyzer: " << e.what() << "\n";
     return kExitInput;
   }
   reporter.finish();
+  result.spill = spill;
   result.records1 = result.records0;
   result.bytes_compared = progress.bytes_done;
-  for (size_t i = 0; i < result.records.size(); ++i) {
-    if (result.records[i].origin) result.origins.push_back(i);
-  }
   sortOrigins(result);
   result.steps = summarizeSteps(result);
   result.seconds = elapsed();

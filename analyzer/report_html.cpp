@@ -2,6 +2,7 @@
 #include "analyzer/text.h"
 
 #include <nlohmann/json.hpp>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -9,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iterator>
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 
@@ -149,7 +151,31 @@ std::string settingsSection(const CompareResult& result) {
   return s + "</table></section>";
 }
 
-std::string plotSection(const CompareResult& result) {
+// A long run's first view: where, step by step, the runs part.
+std::string overviewSection(const CompareResult& result) {
+  if (result.steps.size() < 2) return "";
+  return "<section id=\"overview\"><h2>Worst error per step</h2>" + stepsOverviewSvg(result) +
+         "<div class=\"note\">Each point is one step's worst relative error among its forward records (blue) and its "
+         "backward records (orange), over every rank. Click a step to show its records below.</div></section>";
+}
+
+// Past this many tensor pairs the rows leave the page: report_rows/ beside
+// it holds them, and the page loads the steps asked for.
+constexpr uint64_t kInlinePairs = 50000;
+constexpr size_t kChunkRecords = 2000;   // records per file of report_rows/
+constexpr size_t kMaxShownRecords = 20000;  // records one view plots and lists
+
+std::string plotSection(const CompareResult& result, bool large) {
+  if (large) {
+    return "<section id=\"plot\"><h2>Error along execution order, by steps</h2><div class=\"controls\">"
+           "<label>rank <select id=\"zoom-rank\"></select></label> <label>steps <input id=\"zoom-from\" "
+           "type=\"number\" min=\"0\"> to <input id=\"zoom-to\" type=\"number\" min=\"0\"></label> "
+           "<button id=\"zoom-show\">show</button><span id=\"zoom-info\" class=\"note\"></span></div>"
+           "<div id=\"zoom-plot\"></div><div class=\"note\">This comparison has too many records for one page: "
+           "choose the steps to plot and list (at most " + std::to_string(kMaxShownRecords) +
+           " records; the first failing step is shown first). They are read from report_rows/ beside this file; "
+           "report.csv holds every row.</div></section>";
+  }
   return "<section id=\"plot\"><h2>Error along execution order</h2>" + errorPlotSvg(result) +
          "<div class=\"note\">Each mark is a record: the relative L2 error (max relative error, or 1 &minus; cosine, "
          "when that is all that is known) of the worst tensor the record produces (outputs; for backward records the "
@@ -240,7 +266,93 @@ std::string focusSection(const CompareResult& result) {
   return s + "</section>";
 }
 
-void writeTableSection(const CompareResult& result, std::ostream& out) {
+std::string base64(const std::string& bytes) {
+  static const char kDigits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  for (size_t i = 0; i < bytes.size(); i += 3) {
+    uint32_t v = static_cast<uint8_t>(bytes[i]) << 16;
+    if (i + 1 < bytes.size()) v |= static_cast<uint8_t>(bytes[i + 1]) << 8;
+    if (i + 2 < bytes.size()) v |= static_cast<uint8_t>(bytes[i + 2]);
+    out += kDigits[v >> 18];
+    out += kDigits[(v >> 12) & 63];
+    out += i + 1 < bytes.size() ? kDigits[(v >> 6) & 63] : '=';
+    out += i + 2 < bytes.size() ? kDigits[v & 63] : '=';
+  }
+  return out;
+}
+
+// report_rows/chunk-K.js: records K*kChunkRecords.. as
+// accChunk(K, "base64 of zlib-compressed JSON"), the JSON an array of
+// [position, step, rank, pass (0 fwd, 1 bwd), error, origin, verdict, name,
+// [row, ...]], rows as report.csv's. Script files, so that a page opened
+// from disk can load them.
+void writeRowChunks(const CompareResult& result, const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  fs::create_directories(dir, ec);
+  if (!fs::is_directory(dir)) throw std::runtime_error(dir + ": cannot create directory");
+  const std::vector<Column>& columns = reportColumns();
+  nlohmann::json chunk = nlohmann::json::array();
+  size_t k = 0;
+  auto flush = [&] {
+    const std::string text = chunk.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    uLongf size = compressBound(text.size());
+    std::string packed(size, '\0');
+    if (compress2(reinterpret_cast<Bytef*>(packed.data()), &size, reinterpret_cast<const Bytef*>(text.data()),
+                  text.size(), 1) != Z_OK) {
+      throw std::runtime_error(dir + ": cannot compress rows");
+    }
+    packed.resize(size);
+    const std::string path = dir + "/chunk-" + std::to_string(k) + ".js";
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << "accChunk(" << k << ",\"" << base64(packed) << "\");\n";
+    if (!out) throw std::runtime_error(path + ": write error");
+    chunk = nlohmann::json::array();
+    ++k;
+  };
+  forEachRecord(result, [&](size_t position, const RecordComparison& r) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const TensorPair& p : r.tensors) {
+      std::vector<std::string> row = reportRow(r, p);
+      nlohmann::json cells = nlohmann::json::array();
+      for (size_t i = 0; i < row.size() && i < columns.size(); ++i) cells.push_back(cellJson(row[i], columns[i].type));
+      rows.push_back(std::move(cells));
+    }
+    const double e = recordError(r);
+    chunk.push_back({position, r.step, r.rank, r.pass == format::Pass::Forward ? 0 : 1,
+                     std::isfinite(e) ? nlohmann::json(e) : nlohmann::json(std::isnan(e) ? "nan" : "inf"), r.origin ? 1 : 0,
+                     verdictName(r.verdict), r.name, std::move(rows)});
+    if (chunk.size() == kChunkRecords) flush();
+  });
+  if (!chunk.empty()) flush();
+}
+
+// What the page needs to load the steps asked for: each step's records'
+// positions and verdicts, and where to start.
+void writeStepsData(const CompareResult& result, std::ostream& out) {
+  const std::vector<Column>& columns = reportColumns();
+  nlohmann::json names = nlohmann::json::array(), types = nlohmann::json::array(), steps = nlohmann::json::array();
+  for (const Column& c : columns) {
+    names.push_back(c.name);
+    types.push_back(c.type == ColumnType::Text ? "t" : c.type == ColumnType::Integer ? "i" : "n");
+  }
+  for (const StepSummary& st : result.steps) {
+    steps.push_back({st.rank, st.step, st.first_position, st.last_position, st.records, st.fail, st.warn});
+  }
+  const RecordComparison* focus = focusRecord(result);
+  out << "<script type=\"application/json\" id=\"steps-data\">"
+      << scriptJson({{"chunk", kChunkRecords},
+                     {"max_shown", kMaxShownRecords},
+                     {"columns", names},
+                     {"types", types},
+                     {"steps", steps},
+                     {"focus", focus ? nlohmann::json({focus->rank, focus->step}) : nlohmann::json(nullptr)}})
+      << "</script>";
+}
+
+void writeTableSection(const CompareResult& result, std::ostream& out, bool large) {
   const std::vector<Column>& columns = reportColumns();
   nlohmann::json names = nlohmann::json::array(), types = nlohmann::json::array();
   for (const Column& c : columns) {
@@ -255,8 +367,13 @@ void writeTableSection(const CompareResult& result, std::ostream& out) {
          "</button><span id=\"pairs-info\" class=\"note\"></span><span class=\"note\">click a column header to sort"
          "</span></div><noscript><p class=\"note\">The table needs JavaScript; report.csv holds the same rows.</p>"
          "</noscript><div class=\"table-wrap\"><table id=\"pairs\" class=\"data\"><thead><tr></tr></thead><tbody>"
-         "</tbody></table></div>"
-      << "<script type=\"application/json\" id=\"pairs-data\">{\"columns\":" << scriptJson(names)
+         "</tbody></table></div>";
+  if (large) {
+    writeStepsData(result, out);
+    out << "</section>";
+    return;
+  }
+  out << "<script type=\"application/json\" id=\"pairs-data\">{\"columns\":" << scriptJson(names)
       << ",\"types\":" << scriptJson(types) << ",\"rows\":[";
   bool first = true;
   forEachRecord(result, [&](size_t, const RecordComparison& r) {
@@ -376,6 +493,14 @@ void writeHtmlReport(const CompareResult& result, const std::string& path) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) throw std::runtime_error(path + ": cannot create file");
   Counts c = count(result);
+  const bool large = c.pairs > kInlinePairs;
+  const std::string rows_dir = (std::filesystem::path(path).parent_path() / "report_rows").string();
+  if (large) {
+    writeRowChunks(result, rows_dir);
+  } else {
+    std::error_code ec;
+    std::filesystem::remove_all(rows_dir, ec);  // an earlier report's
+  }
   const RecordComparison* focus = focusRecord(result);
   std::string title = focus ? "divergence at " + focus->name : "no divergence";
   out << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -383,9 +508,9 @@ void writeHtmlReport(const CompareResult& result, const std::string& path) {
       << esc(title) << "</title><style>" << kReportCss << "</style></head><body><main><header><h1>acc compare</h1>"
       << "<div class=\"dirs\">DIR0 (reference): <code>" << esc(result.dir0) << "</code> &middot; DIR1 (tested): <code>"
       << esc(result.dir1) << "</code></div></header>"
-      << settingsSection(result) << verdictSection(result, c) << plotSection(result) << focusSection(result)
-      << modulesSection(result) << gradientsSection(result);
-  writeTableSection(result, out);
+      << settingsSection(result) << verdictSection(result, c) << overviewSection(result) << plotSection(result, large)
+      << focusSection(result) << modulesSection(result) << gradientsSection(result);
+  writeTableSection(result, out, large);
   out << unmatchedSection(result) << problemsSection(result) << "<script>" << kReportJs
       << "</script></main></body></html>\n";
   out.close();

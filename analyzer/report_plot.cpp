@@ -188,6 +188,72 @@ std::string originMarkers(const std::vector<Point>& points, const std::vector<si
 
 }  // namespace
 
+// "1 origin", "2 origins".
+std::string counted(uint64_t n, const std::string& noun) { return std::to_string(n) + " " + noun + (n == 1 ? "" : "s"); }
+
+std::string stepsOverviewSvg(const CompareResult& result) {
+  // Steps of all ranks together: each step's worst error, forward and backward.
+  struct Step {
+    double forward = std::nan(""), backward = std::nan("");
+    uint64_t fail = 0, origins = 0;
+  };
+  std::map<int64_t, Step> by_step;
+  auto worse = [](double& into, double e) {
+    if (!std::isnan(e) && (std::isnan(into) || e > into)) into = e;
+  };
+  for (const StepSummary& st : result.steps) {
+    Step& s = by_step[st.step];
+    worse(s.forward, st.worst_forward);
+    worse(s.backward, st.worst_backward);
+    s.fail += st.fail;
+    s.origins += st.origins;
+  }
+  std::vector<int64_t> steps;
+  std::vector<double> errors;
+  for (const auto& [step, s] : by_step) {
+    steps.push_back(step);
+    errors.push_back(s.forward);
+    errors.push_back(s.backward);
+  }
+  const size_t n = steps.size();
+  YAxis axis = makeAxis(errors);
+  std::string svg = "<svg id=\"steps-overview\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " + fmt(kWidth) +
+                    " " + fmt(kHeight) + "\" width=\"" + fmt(kWidth) + "\" height=\"" + fmt(kHeight) +
+                    "\" role=\"img\" aria-label=\"worst error per step\">";
+  std::string a = axes(axis, n, xOf);
+  // The x axis counts steps here, not records.
+  const std::string records_label = "record, in execution order";
+  a.replace(a.find(records_label), records_label.size(), "step (every recorded step, all ranks)");
+  svg += a;
+  svg += "<g class=\"legend\"><line class=\"overview fwd\" x1=\"" + fmt(kLeft + 8) + "\" x2=\"" + fmt(kLeft + 28) +
+         "\" y1=\"12\" y2=\"12\"/><text x=\"" + fmt(kLeft + 34) + "\" y=\"16\">forward, worst of the step</text>" +
+         "<line class=\"overview bwd\" x1=\"" + fmt(kLeft + 210) + "\" x2=\"" + fmt(kLeft + 230) +
+         "\" y1=\"12\" y2=\"12\"/><text x=\"" + fmt(kLeft + 236) + "\" y=\"16\">backward, worst of the step</text></g>";
+  for (int pass = 0; pass < 2; ++pass) {
+    std::string points;
+    for (size_t i = 0; i < n; ++i) {
+      const Step& s = by_step[steps[i]];
+      const double e = pass == 0 ? s.forward : s.backward;
+      points += fmt(xOf(i, n)) + "," + fmt(axis.y(axis.level(e))) + " ";
+    }
+    svg += std::string("<polyline class=\"overview ") + (pass == 0 ? "fwd" : "bwd") + "\" points=\"" + points + "\"/>";
+  }
+  // Where the runs part: the first step with a failing record.
+  for (size_t i = 0; i < n; ++i) {
+    const Step& s = by_step[steps[i]];
+    if (s.fail == 0) continue;
+    const double x = xOf(i, n);
+    const bool right_half = x > kWidth / 2;
+    svg += "<g class=\"first-failing-step\"><line class=\"origin-line\" x1=\"" + fmt(x) + "\" x2=\"" + fmt(x) +
+           "\" y1=\"" + fmt(kTop) + "\" y2=\"" + fmt(kHeight - kBottom) + "\"/><text class=\"origin-label\" x=\"" +
+           fmt(x + (right_half ? -8 : 8)) + "\" y=\"" + fmt(kTop - 8) + "\" text-anchor=\"" +
+           (right_half ? "end" : "start") + "\">runs part at step " + std::to_string(steps[i]) + " (" +
+           counted(s.fail, "failing record") + (s.origins ? ", " + counted(s.origins, "origin") : "") + ")</text></g>";
+    break;
+  }
+  return svg + "</svg>";
+}
+
 std::string errorPlotSvg(const CompareResult& result) {
   std::vector<Point> points;
   std::map<size_t, size_t> index_of;  // record position -> its point

@@ -13,4 +13,10 @@ namespace acc::analyzer {
 // per origin (the first also has class "first").
 std::string errorPlotSvg(const CompareResult& result);
 
+// A long run's overview (result.steps): for every step, the worst error of
+// its forward records and of its backward records (polylines of class
+// "overview fwd" and "overview bwd"), the first step with a failing record
+// marked ("first-failing-step").
+std::string stepsOverviewSvg(const CompareResult& result);
+
 }  // namespace acc::analyzer

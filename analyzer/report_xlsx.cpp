@@ -47,17 +47,22 @@ double columnWidth(const std::string& name, ColumnType type) {
 }
 
 // Which tensor pairs the tensors sheet holds: every one of a comparison
-// that fits, else what a person reads in Excel (the records that fail or
-// warn, and kContext records before and after each origin), up to Excel's
-// row limit; report.csv has them all.
+// that fits, else what a person reads in Excel: kContext records before and
+// after each origin, and the records that fail or warn up to kFailingRows
+// rows (once two runs part, nearly every later record fails: a million such
+// rows take a minute to write and nobody scrolls them; the steps sheet says
+// where they are). report.csv has them all.
 struct Selection {
   bool all = true;
   uint64_t rows = 0, shown = 0, left_out = 0;
+  uint64_t failing_left_out = 0;  // failing or warning pairs beyond kFailingRows
 };
 
+constexpr uint64_t kAllRows = 50000;
+constexpr uint64_t kFailingRows = 100000;
+constexpr size_t kContext = 10;
+
 void tensorSheet(const CompareResult& result, XlsxWorkbook& sheet, Selection& selection) {
-  constexpr uint64_t kAllRows = 50000;
-  constexpr size_t kContext = 10;
   const std::vector<Column>& columns = reportColumns();
   std::vector<XlsxCell> header;
   std::vector<double> widths;
@@ -78,18 +83,25 @@ void tensorSheet(const CompareResult& result, XlsxWorkbook& sheet, Selection& se
       if (sheet.addRow(cells, rowStyle(p.verdict, r.origin))) ++selection.shown;
     }
   };
-  std::deque<RecordComparison> before;  // passing records not written, for the next origin's context
+  std::deque<RecordComparison> before;  // records not written, for the next origin's context
   size_t after = 0;                     // records still to write after the last origin
   forEachRecord(result, [&](size_t, const RecordComparison& r) {
     if (selection.all) return write(r);
     if (r.origin) {
-      for (const RecordComparison& b : before) write(b);
+      for (const RecordComparison& b : before) {
+        if (b.verdict != Verdict::Pass) selection.failing_left_out -= b.tensors.size();
+        write(b);
+      }
       before.clear();
       after = kContext;
     }
-    if (r.origin || r.verdict != Verdict::Pass || after > 0) {
-      if (!r.origin && after > 0) --after;
+    if (r.origin || after > 0) {
+      if (!r.origin) --after;
       return write(r);
+    }
+    if (r.verdict != Verdict::Pass) {
+      if (selection.shown < kFailingRows) return write(r);
+      selection.failing_left_out += r.tensors.size();  // unless the next origin's context
     }
     before.push_back(r);
     if (before.size() > kContext) before.pop_front();
@@ -131,8 +143,14 @@ void aboutSheet(const CompareResult& result, const Selection& selection, XlsxWor
   if (selection.all) {
     line("tensors: every tensor pair (" + std::to_string(selection.rows) + "), in execution order");
   } else {
-    line("tensors: the records that fail or warn, and 10 records before and after each origin: " +
-         std::to_string(selection.shown) + " of " + std::to_string(selection.rows) + " tensor pairs");
+    line("tensors: " + std::to_string(kContext) + " records before and after each origin, and the records that fail "
+         "or warn up to " + std::to_string(kFailingRows) + " rows: " + std::to_string(selection.shown) + " of " +
+         std::to_string(selection.rows) + " tensor pairs, in execution order");
+  }
+  if (selection.failing_left_out) {
+    line(std::to_string(selection.failing_left_out) + " failing or warning tensor pairs after the first " +
+         std::to_string(kFailingRows) + " rows are left out: the steps sheet says which steps fail, report.csv "
+         "holds them (acc-analyzer compare --only-failed writes only those)");
   }
   if (selection.left_out) {
     line(std::to_string(selection.left_out) + " tensor pairs are not in this workbook: report.csv (beside it) holds "

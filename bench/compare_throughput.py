@@ -89,6 +89,8 @@ def main():
     print(f"tensor data compared: {data / 1e9:.2f} GB (both sides; records files {files / 1e9:.2f} GB compressed)")
     print(f"wall {wall:.2f} s -> {data / wall / 1e9:.2f} GB/s; CPU {cpu:.2f} s ({cpu / wall:.2f} cores busy,"
           f" {data / cpu / 1e9:.2f} GB per CPU-second); cores: {os.cpu_count()}")
+    # The analyzer's own peak: the children's ru_maxrss also counts the recording runs.
+    peak_mb = summary["counts"].get("peak_memory_bytes", peak_mb * 1e6) / 1e6
     print(f"peak memory {peak_mb:.0f} MB (budget --memory-mb {args.memory_mb})")
     first = summary.get("first_divergence") or {}
     print(f"first divergence: {first.get('name')} (origin: {first.get('origin')})")

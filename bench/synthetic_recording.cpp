@@ -3,14 +3,15 @@
 // and speed at a million records, reports that must stay usable).
 //
 //   acc-synthetic-recording OUT --records N [--ops-per-step K] [--level 0|1]
-//                           [--wrong-op I] [--seed S]
+//                           [--wrong-op I [--wrong-from-step S]] [--seed S]
 //
 // Each step runs K/2 forward ops, a chain: op i reads op i-1's output and a
 // weight of its own (updated every step), and writes one output; then the
 // K/2 backward records of those ops in reverse order. Statistics are
 // deterministic functions of (step, op, tensor), and a tensor read again is
 // the same content (same checksum), as in a real recording. --wrong-op I
-// makes forward op I of every step a kernel off by 1e-3: its output and
+// makes forward op I of every step (from step S on with --wrong-from-step:
+// a long run whose runs part late) a kernel off by 1e-3: its output and
 // everything computed from it after differ from the run without it, as two
 // devices' runs would.
 #include <fcntl.h>
@@ -41,6 +42,7 @@ struct Options {
   uint64_t records = 100000, ops_per_step = 200;
   int level = 1;
   int64_t wrong_op = -1;
+  uint64_t wrong_from_step = 0;
   uint64_t seed = 1;
 };
 
@@ -78,8 +80,8 @@ acc::format::Tensor tensor(Role role, uint32_t position, uint64_t id, double err
 int usage(const char* why) {
   std::fprintf(stderr,
                "acc-synthetic-recording: %s\n"
-               "usage: acc-synthetic-recording OUT --records N [--ops-per-step K] [--level 0|1] [--wrong-op I] "
-               "[--seed S]\n",
+               "usage: acc-synthetic-recording OUT --records N [--ops-per-step K] [--level 0|1] [--wrong-op I "
+               "[--wrong-from-step S]] [--seed S]\n",
                why);
   return 2;
 }
@@ -95,6 +97,7 @@ int main(int argc, char** argv) {
     else if (a == "--ops-per-step" && value) o.ops_per_step = std::strtoull(argv[++i], nullptr, 10);
     else if (a == "--level" && value) o.level = std::atoi(argv[++i]);
     else if (a == "--wrong-op" && value) o.wrong_op = std::atoll(argv[++i]);
+    else if (a == "--wrong-from-step" && value) o.wrong_from_step = std::strtoull(argv[++i], nullptr, 10);
     else if (a == "--seed" && value) o.seed = std::strtoull(argv[++i], nullptr, 10);
     else if (!a.empty() && a[0] != '-' && o.out.empty()) o.out = a;
     else return usage(("unknown argument " + a).c_str());
@@ -131,7 +134,7 @@ int main(int argc, char** argv) {
       r.has_module = true;
       r.module = "layers." + std::to_string(i / 6);
       const double in = i == 0 ? 0 : carried[i - 1];
-      carried[i] = static_cast<int64_t>(i) == o.wrong_op ? 1e-3 : in;
+      carried[i] = static_cast<int64_t>(i) == o.wrong_op && step >= o.wrong_from_step ? 1e-3 : in;
       r.tensors.push_back(tensor(Role::Input, 0, i == 0 ? id(step, 0, 9) : id(step, i - 1, 1), in, o.level));
       r.tensors.push_back(tensor(Role::Input, 1, id(step, i, 2), 0, o.level));  // the op's weight
       r.tensors.push_back(tensor(Role::Output, 0, id(step, i, 1), carried[i], o.level));

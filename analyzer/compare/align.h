@@ -9,23 +9,26 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/compare/interned.h"
 #include "format/record.h"
 
 namespace acc::analyzer {
 
-// What alignment (and later reporting) needs of a record: no tensor data.
+// What alignment (and later reporting) needs of a record: no tensor data,
+// its strings interned (compare holds one per record of both recordings).
+// Fields ordered for size: 80 bytes.
 struct RecordMeta {
   uint64_t index = 0;
-  std::string name, op, grad_fn, forward_name;
+  Interned name, op, grad_fn, forward_name;
+  Interned module;  // format 5: the nn.Module path
   bool has_module = false;
-  std::string module;  // format 5: the nn.Module path
   format::Pass pass = format::Pass::Forward;
+  bool off_cpu = false;    // a tensor on a device other than the CPU
   int64_t step = 0;
   uint64_t stack_id = 0;
   uint64_t op_key = 0;     // hash of (op, pass)
   uint64_t shape_key = 0;  // hash of every tensor's (role, position, item, shape)
   uint64_t data_bytes = 0; // tensor data it holds (level 2)
-  bool off_cpu = false;    // a tensor on a device other than the CPU
   // The checksum of what it produced first (output 0; a backward node's
   // first gradient out), 0 when not recorded: what an unmatched record
   // hands to the record it feeds (compare's "fed by").

@@ -1,5 +1,8 @@
 #include "analyzer/compare/rank_rows.h"
 
+#include <algorithm>
+#include <iterator>
+
 #include "analyzer/compare/allowed_precision.h"
 #include "analyzer/compare/engine.h"
 #include "analyzer/compare/summary.h"
@@ -9,11 +12,7 @@ namespace acc::analyzer {
 RankRows::RankRows(const ScannedRank& a, const ScannedRank& b, const std::vector<AlignedPair>& pairs,
                    const Thresholds& thresholds, size_t replay_limit, RecordSpill::Part& part)
     : a_(a), b_(b), pairs_(pairs), thresholds_(thresholds), replay_limit_(replay_limit), part_(part),
-      judge_(thresholds) {
-  for (const RecordMeta& m : a.records) {
-    if (m.pass == format::Pass::Forward && m.stack_id) forward_stack_[{m.step, m.name}] = m.stack_id;
-  }
-}
+      judge_(thresholds) {}
 
 void RankRows::deliver(size_t pair, std::vector<TensorPair>&& tensors) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -72,18 +71,35 @@ void RankRows::emit(size_t k, std::vector<TensorPair>&& tensors) {
 
 // Stacks of the records that do not pass (backward records: their forward
 // op's stack when known: where the user called the op).
-void RankRows::attachStack(RecordComparison& r, const RecordMeta& m) const {
+void RankRows::attachStack(RecordComparison& r, const RecordMeta& m) {
   uint64_t id = m.stack_id;
   if (m.pass == format::Pass::Backward) {
     // The forward call site names the op; a backward stack only shows
     // loss.backward().
-    auto it = forward_stack_.find({m.step, m.forward_name});
+    if (m.step != stack_step_) forwardStacksOf(m);
+    auto it = forward_stack_.find(m.forward_name);
     if (it != forward_stack_.end()) id = it->second;
   }
   auto stack = a_.stacks.find(id);
   if (id == 0 || stack == a_.stacks.end()) return;
   for (const format::StackFrame& f : stack->second.frames) r.stack0.push_back(f.text);
   r.location = userLocation(r.stack0);
+}
+
+// The stacks of the forward records of `m`'s step, by name: pairs come in
+// execution order, so each step's are gathered once (a table of every
+// step's would grow with the run).
+void RankRows::forwardStacksOf(const RecordMeta& m) {
+  const std::vector<RecordMeta>& metas = a_.records;
+  forward_stack_.clear();
+  stack_step_ = m.step;
+  auto at = std::lower_bound(metas.begin(), metas.end(), m.index,
+                             [](const RecordMeta& x, uint64_t index) { return x.index < index; });
+  auto first = at;
+  while (first != metas.begin() && std::prev(first)->step == m.step) --first;
+  for (auto it = first; it != metas.end() && it->step == m.step; ++it) {
+    if (it->pass == format::Pass::Forward && it->stack_id) forward_stack_[it->name] = it->stack_id;
+  }
 }
 
 // Level-1 candidates get the environment that re-records just their region
@@ -104,8 +120,8 @@ void RankRows::attachRerecord(RecordComparison& r, size_t k) const {
   size_t from = first, to = last + 1;  // [from, to): names; `to` may be past the step
   for (size_t n = 0; n < kMargin && from > 0 && metas[from - 1].step == m.step; ++n) --from;
   for (size_t n = 0; n < kMargin && to < metas.size() && metas[to].step == m.step; ++n) ++to;
-  const std::string end = to < metas.size() && metas[to].step == m.step ? metas[to].name : "";
-  r.rerecord = "ACC_LEVEL=2 ACC_STEPS=" + std::to_string(m.step) + " ACC_OP_RANGE=" + metas[from].name + "," + end;
+  const std::string end = to < metas.size() && metas[to].step == m.step ? metas[to].name.str() : "";
+  r.rerecord = "ACC_LEVEL=2 ACC_STEPS=" + std::to_string(m.step) + " ACC_OP_RANGE=" + metas[from].name.str() + "," + end;
 }
 
 }  // namespace acc::analyzer

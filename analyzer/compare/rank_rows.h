@@ -10,8 +10,10 @@
 // appended to the rank's part of the spill.
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <map>
+#include <unordered_map>
 #include <mutex>
 #include <vector>
 
@@ -49,7 +51,8 @@ class RankRows {
 
  private:
   void emit(size_t k, std::vector<TensorPair>&& tensors);
-  void attachStack(RecordComparison& r, const RecordMeta& m) const;
+  void attachStack(RecordComparison& r, const RecordMeta& m);
+  void forwardStacksOf(const RecordMeta& m);
   void attachRerecord(RecordComparison& r, size_t k) const;
 
   const ScannedRank& a_;
@@ -59,7 +62,9 @@ class RankRows {
   const size_t replay_limit_;
   RecordSpill::Part& part_;
   OriginJudge judge_;
-  std::map<std::pair<int64_t, std::string>, uint64_t> forward_stack_;  // (step, name) -> stack id
+  // Forward records' stack ids by name, of step stack_step_ only.
+  std::unordered_map<Interned, uint64_t> forward_stack_;
+  int64_t stack_step_ = INT64_MIN;
 
   std::mutex mutex_;
   std::map<size_t, std::vector<TensorPair>> waiting_;  // delivered ahead of `next_`

@@ -20,9 +20,10 @@ struct WrittenReports {
 };
 
 // Writes `result`'s reports into args.out, as a command run with `args` asks
-// (report filters, --op-list, thresholds): summary.json (summaryJson with
-// `exit_code`, then `extend` adds the command's own keys) and the row
-// reports of the whole result or of what the filters kept. Returns the
+// (report filters, --op-list, thresholds): the row reports of the whole
+// result or of what the filters kept, each on a thread of its own, then
+// summary.json (summaryJson with `exit_code` and the process's peak memory,
+// then `extend` adds the command's own keys). Returns the
 // message to print when they cannot be written, else "".
 std::string writeReports(const JudgeArgs& args, const CompareResult& result, int exit_code,
                          const std::function<void(nlohmann::json&)>& extend, WrittenReports& out);

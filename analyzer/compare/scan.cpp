@@ -9,7 +9,10 @@
 namespace acc::analyzer {
 namespace {
 
+uint64_t expectedRecords(const RankRecording& r);
+
 void scanRank(ScannedRank& s, std::string& problem, std::atomic<uint64_t>& scanned) {
+  s.records.reserve(expectedRecords(s.rank));  // no doubling beyond what a long run needs
   try {
     ReadDamage damage = readRecords(
         s.rank, ReadOptions{},

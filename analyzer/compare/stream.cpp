@@ -25,7 +25,7 @@ namespace {
 // workers and merged in order (so results do not depend on scheduling).
 constexpr uint64_t kChunkReals = uint64_t(1) << 20;
 constexpr size_t kConvertBlock = 4096;
-constexpr uint64_t kMaxHeldRecords = 1 << 15;
+constexpr uint64_t kMaxHeldRecords = 1 << 12;
 
 // What a decoded record holds in memory: its tensor bytes, and at level 1
 // (no data) its metadata, which then decides how far a reader may run ahead.
@@ -61,20 +61,32 @@ struct Job {
   uint64_t bytes = 0;
 };
 
+// Which pair a record of one side belongs to, by record index: 4 bytes a
+// record (a hash table would take ten times that for a million records).
+struct Wanted {
+  static constexpr uint32_t kNone = UINT32_MAX;
+  explicit Wanted(const ScannedRank& rank) : metas(rank.records), pair_of(rank.records.size(), kNone) {}
+  uint32_t pairOf(uint64_t index) const {
+    auto it = std::lower_bound(metas.begin(), metas.end(), index,
+                               [](const RecordMeta& m, uint64_t i) { return m.index < i; });
+    return it != metas.end() && it->index == index ? pair_of[it - metas.begin()] : kNone;
+  }
+  const std::vector<RecordMeta>& metas;  // sorted by index
+  std::vector<uint32_t> pair_of;         // per record of `metas`
+};
+
 class Pipeline {
  public:
   Pipeline(const StreamJob& job, StreamCounters& counters) : job_(job), counters_(counters) {
-    slots_[0].resize(job.pairs->size());
-    slots_[1].resize(job.pairs->size());
     compared_.resize(job.pairs->size(), 0);
   }
 
   void run(std::vector<std::string>& problems) {
-    std::unordered_map<uint64_t, uint32_t> wanted[2];
+    Wanted wanted[2] = {Wanted(*job_.side0), Wanted(*job_.side1)};
     for (size_t k = 0; k < job_.pairs->size(); ++k) {
       const AlignedPair& p = (*job_.pairs)[k];
-      wanted[0].emplace(job_.side0->records[p.i0].index, static_cast<uint32_t>(k));
-      wanted[1].emplace(job_.side1->records[p.i1].index, static_cast<uint32_t>(k));
+      wanted[0].pair_of[p.i0] = static_cast<uint32_t>(k);
+      wanted[1].pair_of[p.i1] = static_cast<uint32_t>(k);
     }
     std::vector<std::thread> workers;
     unsigned n = std::max(1u, job_.threads);
@@ -105,7 +117,7 @@ class Pipeline {
   }
 
  private:
-  void read(int side, const ScannedRank& rank, const std::unordered_map<uint64_t, uint32_t>& wanted) {
+  void read(int side, const ScannedRank& rank, const Wanted& wanted) {
     try {
       readFile(side, rank, wanted);
     } catch (const std::exception& e) {
@@ -120,8 +132,8 @@ class Pipeline {
     done_cv_.notify_all();
   }
 
-  void readFile(int side, const ScannedRank& rank, const std::unordered_map<uint64_t, uint32_t>& wanted) {
-    if (!rank.readable || wanted.empty()) return;
+  void readFile(int side, const ScannedRank& rank, const Wanted& wanted) {
+    if (!rank.readable || job_.pairs->empty()) return;
     std::vector<char> seen(job_.pairs->size(), 0);
     // The metadata pass counted and reported damaged frames and records;
     // data frames (format v2) are first decompressed here.
@@ -130,16 +142,16 @@ class Pipeline {
                   [&](const RawRecord& record) {
                     if (record.kind != format::RecordKind::Op) return;
                     format::ByteReader peek(record.body);
-                    auto it = wanted.find(peek.varint());
-                    if (it == wanted.end() || seen[it->second]) return;
+                    const uint32_t id = wanted.pairOf(peek.varint());
+                    if (id == Wanted::kNone || seen[id]) return;
                     // Whole data frames are decompressed by the workers, in
                     // parallel; slices of frames shared with other records
                     // by this reader, which caches the last frame it read.
                     format::OpRecord r = record.decodeOp(true, [this](int fd, const auto& frames) {
                       return inflate(fd, frames);
                     });
-                    seen[it->second] = 1;
-                    add(side, it->second, std::move(r));
+                    seen[id] = 1;
+                    add(side, id, std::move(r));
                   });
     if (damage.missing_data) {
       ReadDamage data;
@@ -198,12 +210,13 @@ class Pipeline {
     const uint64_t bytes = heldBytes(r);
     std::unique_lock<std::mutex> lock(mu_);
     // The other reader may deliver the partner while this one waits.
-    auto completes = [&] { return slots_[1 - side][id] != nullptr; };
+    auto completes = [&] { return slots_[1 - side].count(id) != 0; };
     auto proceed = [&] { return completes() ? jobs_in_flight_ == 0 : mustProceed(side); };
     // Records without data (level 1) weigh little each, but a reader far
     // ahead of the other would hold millions: their number is bounded too.
     while (held_ > 0 && (held_ + bytes > job_.memory_budget || held_records_ >= kMaxHeldRecords) && !proceed()) {
       waiting_[side] = true;
+      waiting_completes_[side] = completes();
       reader_cv_.notify_all();
       reader_cv_.wait(lock);
       waiting_[side] = false;
@@ -217,7 +230,9 @@ class Pipeline {
       reader_cv_.notify_all();  // the other reader may hold its partner
       return;
     }
-    std::unique_ptr<format::OpRecord> other = std::move(slots_[1 - side][id]);
+    auto slot = slots_[1 - side].find(id);
+    std::unique_ptr<format::OpRecord> other = std::move(slot->second);
+    slots_[1 - side].erase(slot);
     auto job = std::make_unique<Job>();
     job->id = id;
     job->bytes = bytes + heldBytes(*other);  // as counted when each was added
@@ -227,6 +242,12 @@ class Pipeline {
     lock.unlock();
     other.reset();
     std::vector<Task> tasks = plan(job.get());
+    if (tasks.size() == 1 && light(*job)) {
+      // Statistics only (level 1) or metrics known already: handing it to a
+      // worker would cost more than computing it here.
+      runWhole(job.release());
+      return;
+    }
     lock.lock();
     for (Task& t : tasks) tasks_.push_back(t);
     job.release();  // owned by its tasks; the last one deletes it
@@ -234,9 +255,15 @@ class Pipeline {
     work_cv_.notify_all();
   }
 
+  // A reader whose record completes no pair proceeds only when nothing else
+  // can free memory: the other reader is done, or waits with a record that
+  // completes no pair either (else both would wait forever). When the other
+  // waits with a partner it goes first: letting this one through too would
+  // grow the unpaired records by one each time.
   bool mustProceed(int side) const {
     const int other = 1 - side;
-    return jobs_in_flight_ == 0 && tasks_.empty() && (waiting_[other] || readers_done_ > 0);
+    return jobs_in_flight_ == 0 && tasks_.empty() &&
+           ((waiting_[other] && !waiting_completes_[other]) || readers_done_ > 0);
   }
 
   std::vector<Task> plan(Job* job) {
@@ -280,21 +307,36 @@ class Pipeline {
       }
       Job* job = task.job;
       if (task.planned < 0) {
-        for (size_t i = 0; i < job->planned.size(); ++i) {
-          PlannedPair& p = job->planned[i];
-          if (p.kind == PairKind::Stats) {
-            compareStats(p, *job_.thresholds);
-          } else if (p.kind == PairKind::Elements && job->partials_of[i].empty() && !job->reused[i]) {
-            MetricAccumulator acc;
-            accumulate(p, 0, p.reals, acc, b, t);
-            finishElements(p, acc);
-          }
-        }
-      } else {
-        accumulate(job->planned[task.planned], task.first, task.count, job->partials[task.partial], b, t);
+        runWhole(job, &b, &t);
+        continue;
       }
+      accumulate(job->planned[task.planned], task.first, task.count, job->partials[task.partial], b, t);
       if (--job->remaining == 0) finish(job);
     }
+  }
+
+  // Whether a job computes no element-wise metrics.
+  static bool light(const Job& job) {
+    for (size_t i = 0; i < job.planned.size(); ++i) {
+      if (job.planned[i].kind == PairKind::Elements && !job.reused[i]) return false;
+    }
+    return true;
+  }
+
+  // A job's task over every pair that is not chunked; `b` and `t` are
+  // conversion buffers (only element-wise pairs need them).
+  void runWhole(Job* job, std::vector<double>* b = nullptr, std::vector<double>* t = nullptr) {
+    for (size_t i = 0; i < job->planned.size(); ++i) {
+      PlannedPair& p = job->planned[i];
+      if (p.kind == PairKind::Stats) {
+        compareStats(p, *job_.thresholds);
+      } else if (p.kind == PairKind::Elements && job->partials_of[i].empty() && !job->reused[i]) {
+        MetricAccumulator acc;
+        accumulate(p, 0, p.reals, acc, *b, *t);
+        finishElements(p, acc);
+      }
+    }
+    if (--job->remaining == 0) finish(job);
   }
 
   static void accumulate(const PlannedPair& p, uint64_t first, uint64_t count, MetricAccumulator& acc,
@@ -370,13 +412,15 @@ class Pipeline {
   StreamCounters& counters_;
   std::mutex mu_;
   std::condition_variable reader_cv_, work_cv_, done_cv_;
-  std::vector<std::unique_ptr<format::OpRecord>> slots_[2];
+  // Records waiting for their partner, by pair (a few thousand at most).
+  std::unordered_map<uint32_t, std::unique_ptr<format::OpRecord>> slots_[2];
   std::deque<Task> tasks_;
   uint64_t held_ = 0;
   uint64_t held_records_ = 0;  // decoded records held, paired or waiting for their partner
   int jobs_in_flight_ = 0;
   int readers_done_ = 0;
   bool waiting_[2] = {false, false};
+  bool waiting_completes_[2] = {false, false};  // whether the waiting record completes a pair
   bool stop_ = false;
   std::vector<char> compared_;  // per pair, written once by the worker finishing it
   // Metrics by (DIR0 content, DIR1 content) of the pairs compared element-wise.

@@ -125,6 +125,23 @@ TEST(Replay, CheckPassesRightKernelsAndSaysWhatItCannotReplay) {
     const std::string csv = readFile(out.path() + "/report.csv");
     EXPECT_NE(csv.find(",reproduced,"), std::string::npos);
     EXPECT_NE(k.run.out.find("no wrong kernel"), std::string::npos) << k.run.out;
+    // Rows come back from check's spill in execution order (the first
+    // column, the record index), and the spill is gone.
+    std::istringstream lines(csv);
+    std::string line;
+    std::getline(lines, line);  // header
+    uint64_t last = 0, rows = 0;
+    while (std::getline(lines, line)) {
+      const uint64_t index = std::stoull(line.substr(0, line.find(',')));
+      EXPECT_GE(index, last) << line;
+      last = index;
+      ++rows;
+    }
+    const nlohmann::json& pairs = k.summary["counts"]["tensor_pairs"];
+    EXPECT_EQ(rows, pairs["compared"].get<uint64_t>() + pairs["not_compared"].get<uint64_t>());
+    for (const auto& entry : std::filesystem::directory_iterator(out.path())) {
+      EXPECT_EQ(entry.path().filename().string().rfind("acc-compare-rows", 0), std::string::npos) << entry.path();
+    }
   }
   // cross_entropy's backward is two autograd nodes (nll_loss's, then
   // log_softmax's): the first has the shape of the op's input gradient but

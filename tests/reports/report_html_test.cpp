@@ -6,6 +6,7 @@
 #include <fstream>
 #include <regex>
 
+#include "analyzer/compare/steps.h"
 #include "analyzer/report_html.h"
 #include "tests/reports/report_tools.h"
 #include "tests/reports/synthetic_result.h"
@@ -176,6 +177,47 @@ TEST(ReportHtml, FiftyThousandPairsStayUsable) {
   // One page of the table is rendered, the rest is a click away.
   EXPECT_NE(dom.out.find("rows 1\u2013500 of 50000"), std::string::npos);
   EXPECT_LT(countOf(dom.out, "<td class=\"num\">"), 50000u);
+}
+
+// Past 50,000 tensor pairs the rows go to report_rows/ beside the page,
+// which opens on a per-step overview and loads the first failing step.
+TEST(ReportHtml, LongComparisonsOpenOnTheirStepsAndLoadRowsOnDemand) {
+  SKIP_WITHOUT_CHROMIUM();
+  TempDir dir;
+  CompareResult result = largeResult(30000);  // 60,000 pairs in 6 steps of 5,000 records
+  result.steps = analyzer::summarizeSteps(result);
+  writeHtmlReport(result, dir / "report.html");
+  EXPECT_LT(readFile(dir / "report.html").size(), 1u << 20);
+  for (int k = 0; k < 15; ++k) EXPECT_TRUE(exists(dir / ("report_rows/chunk-" + std::to_string(k) + ".js"))) << k;
+  EXPECT_FALSE(exists(dir / "report_rows/chunk-15.js"));
+
+  RunResult dom = runChromium(dir / "report.html", {"--virtual-time-budget=30000", "--dump-dom"});
+  ASSERT_EQ(dom.exit_code, 0) << dom.err;
+  const std::string& d = dom.out;
+  // The overview: every step's worst forward and backward error, and where the runs part.
+  EXPECT_EQ(countOf(d, "<polyline class=\"overview fwd\""), 1u);
+  EXPECT_EQ(countOf(d, "<polyline class=\"overview bwd\""), 1u);
+  EXPECT_NE(d.find("runs part at step 3 (1 failing record, 1 origin)"), std::string::npos) << d.substr(0, 3000);
+  // The origin's step (3) was loaded from report_rows/: plotted and listed.
+  EXPECT_NE(d.find("data-shown-records=\"5000\""), std::string::npos);
+  EXPECT_EQ(countOf(d, "class=\"mark "), 5000u);
+  EXPECT_EQ(countOf(d, "class=\"origin-marker first\""), 1u);
+  EXPECT_NE(d.find("origin: aten::op"), std::string::npos);
+  EXPECT_NE(d.find("rows 1\u2013500 of 10000"), std::string::npos);
+  EXPECT_NE(d.find("5000 records of rank 0, steps 3\u20133"), std::string::npos);
+
+  // The screenshot shows the overview's lines and the parting step.
+  std::smatch layout;
+  ASSERT_TRUE(std::regex_search(d, layout, std::regex("id=\"steps-overview\"[^>]*data-layout=\"(\\d+),(\\d+),(\\d+),(\\d+)\"")))
+      << d.substr(0, 3000);
+  const std::string png = dir / "report.png";
+  RunResult shot = runChromium(dir / "report.html", {"--virtual-time-budget=30000", "--screenshot=" + png});
+  ASSERT_EQ(shot.exit_code, 0) << shot.err;
+  const std::string py = pythonWith("zlib");
+  ASSERT_FALSE(py.empty());
+  const std::string rect = layout[1].str() + "," + layout[2].str() + "," + layout[3].str() + "," + layout[4].str();
+  RunResult pixels = run({{py, testScript("check_png.py"), png, rect}, {}, "", false, ""});
+  EXPECT_EQ(pixels.exit_code, 0) << pixels.out << pixels.err;
 }
 
 }  // namespace
