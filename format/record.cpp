@@ -23,27 +23,6 @@ const DtypeInfo& info(Dtype d) {
   return kDtypes[i < kDtypes.size() ? i : 0];
 }
 
-void encodeStats(const Stats& s, ByteWriter& w) {
-  w.f64(s.min);
-  w.f64(s.max);
-  w.f64(s.mean);
-  w.f64(s.norm);
-  w.varint(s.nan_count);
-  w.varint(s.inf_count);
-  w.u64(s.checksum);
-}
-
-Stats decodeStats(ByteReader& r) {
-  Stats s;
-  s.min = r.f64();
-  s.max = r.f64();
-  s.mean = r.f64();
-  s.norm = r.f64();
-  s.nan_count = r.varint();
-  s.inf_count = r.varint();
-  s.checksum = r.u64();
-  return s;
-}
 
 // Tensor flags. v1 writes kHasData alone, with the bytes inline; v2 adds
 // kDataInStream and writes only their size, and kUninitialized; v4 adds
@@ -134,6 +113,28 @@ void frameRecord(RecordKind kind, std::string_view body, std::string& out) {
 }
 
 }  // namespace
+
+void encodeStats(const Stats& s, ByteWriter& w) {
+  w.f64(s.min);
+  w.f64(s.max);
+  w.f64(s.mean);
+  w.f64(s.norm);
+  w.varint(s.nan_count);
+  w.varint(s.inf_count);
+  w.u64(s.checksum);
+}
+
+Stats decodeStats(ByteReader& r) {
+  Stats s;
+  s.min = r.f64();
+  s.max = r.f64();
+  s.mean = r.f64();
+  s.norm = r.f64();
+  s.nan_count = r.varint();
+  s.inf_count = r.varint();
+  s.checksum = r.u64();
+  return s;
+}
 
 const char* dtypeName(Dtype d) { return info(d).name; }
 size_t dtypeSize(Dtype d) { return info(d).size; }

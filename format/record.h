@@ -36,6 +36,12 @@ struct Stats {
   uint64_t checksum = 0;
 };
 
+class ByteWriter;
+class ByteReader;
+// A Stats' encoding inside a record (also used by compare's spill).
+void encodeStats(const Stats& s, ByteWriter& w);
+Stats decodeStats(ByteReader& r);
+
 struct Tensor {
   Role role = Role::Input;
   uint32_t position = 0;  // argument (or output, or gradient) index

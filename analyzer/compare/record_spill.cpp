@@ -16,28 +16,6 @@ namespace {
 
 constexpr size_t kFrameBytes = 1 << 20;
 
-void putStats(format::ByteWriter& w, const format::Stats& s) {
-  w.f64(s.min);
-  w.f64(s.max);
-  w.f64(s.mean);
-  w.f64(s.norm);
-  w.varint(s.nan_count);
-  w.varint(s.inf_count);
-  w.u64(s.checksum);
-}
-
-format::Stats getStats(format::ByteReader& r) {
-  format::Stats s;
-  s.min = r.f64();
-  s.max = r.f64();
-  s.mean = r.f64();
-  s.norm = r.f64();
-  s.nan_count = r.varint();
-  s.inf_count = r.varint();
-  s.checksum = r.u64();
-  return s;
-}
-
 void putShape(format::ByteWriter& w, const std::vector<int64_t>& shape) {
   w.varint(shape.size());
   for (int64_t d : shape) w.zigzag(d);
@@ -69,8 +47,8 @@ void putPair(format::ByteWriter& w, const TensorPair& p) {
   const TensorMetrics& m = p.metrics;
   w.u8(static_cast<uint8_t>(p.has_stats0 | p.has_stats1 << 1 | m.compared << 2 | m.from_stats << 3 |
                             m.checksum_equal << 4 | p.uninitialized << 5));
-  if (p.has_stats0) putStats(w, p.stats0);
-  if (p.has_stats1) putStats(w, p.stats1);
+  if (p.has_stats0) format::encodeStats(p.stats0, w);
+  if (p.has_stats1) format::encodeStats(p.stats1, w);
   w.str(m.mismatch);
   for (double TensorMetrics::*f : kMetricDoubles) w.f64(m.*f);
   w.varint(m.nan_mismatch);
@@ -96,8 +74,8 @@ TensorPair getPair(format::ByteReader& r) {
   m.from_stats = flags & 8;
   m.checksum_equal = flags & 16;
   p.uninitialized = flags & 32;
-  if (p.has_stats0) p.stats0 = getStats(r);
-  if (p.has_stats1) p.stats1 = getStats(r);
+  if (p.has_stats0) p.stats0 = format::decodeStats(r);
+  if (p.has_stats1) p.stats1 = format::decodeStats(r);
   m.mismatch = r.str();
   for (double TensorMetrics::*f : kMetricDoubles) m.*f = r.f64();
   m.nan_mismatch = r.varint();
