@@ -311,14 +311,12 @@ int checkCommand(const std::vector<std::string>& argv) {
     std::cerr << "acc-analyzer: " << e.what() << "\n";
     return kExitInput;
   }
-  reporter.finish();
   result.spill = spill;
   result.records1 = result.records0;
   result.bytes_compared = progress.bytes_done;
   sortOrigins(result);
   result.steps = summarizeSteps(result);
   result.seconds = elapsed();
-  for (const std::string& p : result.problems) std::cerr << "acc-analyzer: " << p << "\n";
   const int exit_code = !result.problems.empty() ? kExitInput : result.origins.empty() ? kExitOk : kExitFound;
 
   WrittenReports reports;
@@ -326,7 +324,18 @@ int checkCommand(const std::vector<std::string>& argv) {
     summary["format"] = "acc-check-summary";
     summary["not_replayable"] = why_not;
   };
-  if (std::string err = writeReports(a, result, exit_code, checkKeys, reports); !err.empty()) {
+  CompareProgress writing;
+  writing.writing = true;
+  auto writingTick = [&](size_t done, size_t total) {
+    writing.pairs_done = done;
+    writing.pairs_total = total;
+    writing.seconds = elapsed();
+    reporter.update(writing);
+  };
+  const std::string err = writeReports(a, result, exit_code, checkKeys, reports, writingTick);
+  reporter.finish();
+  for (const std::string& p : result.problems) std::cerr << "acc-analyzer: " << p << "\n";
+  if (!err.empty()) {
     std::cerr << "acc-analyzer: " << err << "\n";
     return kExitInput;
   }

@@ -2,6 +2,7 @@
 #include <cstdint>
 #include <malloc.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -364,15 +365,25 @@ int compareCommand(const std::vector<std::string>& argv) {
     std::cerr << "acc-analyzer: " << e.what() << "\n";
     return kExitInput;
   }
-  progress.finish();
-  for (const std::string& p : result.problems) std::cerr << "acc-analyzer: " << p << "\n";
-
   const CompareCounts counts = countResult(result);
   const Ending ending = endingOf(result);
   int exit_code = !result.problems.empty() ? kExitInput : ending == Ending::Divergence ? kExitFound : kExitOk;
 
   WrittenReports reports;
-  if (std::string err = writeReports(a.common, result, exit_code, {}, reports); !err.empty()) {
+  CompareProgress writing;
+  writing.writing = true;
+  const auto writing_start = std::chrono::steady_clock::now();
+  auto tick = [&](size_t done, size_t total) {
+    writing.pairs_done = done;
+    writing.pairs_total = total;
+    writing.seconds = result.seconds +
+                      std::chrono::duration<double>(std::chrono::steady_clock::now() - writing_start).count();
+    progress.update(writing);
+  };
+  const std::string err = writeReports(a.common, result, exit_code, {}, reports, tick);
+  progress.finish();
+  for (const std::string& p : result.problems) std::cerr << "acc-analyzer: " << p << "\n";
+  if (!err.empty()) {
     std::cerr << "acc-analyzer: " << err << "\n";
     return kExitInput;
   }

@@ -25,6 +25,7 @@ struct CompareProgress {
   uint64_t bytes_done = 0, bytes_total = 0;  // ... tensor data of both sides
   double seconds = 0;                        // since the start
   double comparing_seconds = 0;              // since pass 2 started
+  bool writing = false;                      // then the reports: pairs_done of pairs_total written
 };
 
 struct CompareOptions {

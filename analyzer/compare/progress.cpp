@@ -24,7 +24,11 @@ ProgressReporter::ProgressReporter(std::FILE* out, bool terminal, const char* co
 void ProgressReporter::update(const CompareProgress& p) {
   char text[160];
   double fraction;
-  if (p.scanning) {
+  if (p.writing) {
+    fraction = p.pairs_total ? static_cast<double>(p.pairs_done) / static_cast<double>(p.pairs_total) : 1.0;
+    std::snprintf(text, sizeof text, "writing reports  %llu/%llu", static_cast<unsigned long long>(p.pairs_done),
+                  static_cast<unsigned long long>(p.pairs_total));
+  } else if (p.scanning) {
     // Pass 1: reading both recordings' metadata.
     fraction = p.records_expected ? std::min(1.0, static_cast<double>(p.records_scanned) /
                                                       static_cast<double>(p.records_expected))
@@ -38,10 +42,18 @@ void ProgressReporter::update(const CompareProgress& p) {
     const double done = by_bytes ? static_cast<double>(p.bytes_done) : static_cast<double>(p.pairs_done);
     const double total = by_bytes ? static_cast<double>(p.bytes_total) : static_cast<double>(p.pairs_total);
     fraction = total > 0 ? std::min(1.0, done / total) : 1.0;
-    const double rate = p.comparing_seconds > 0 ? static_cast<double>(p.bytes_done) / p.comparing_seconds : 0;
-    std::snprintf(text, sizeof text, "%s  %llu/%llu records  %s  %s/s", p.action,
-                  static_cast<unsigned long long>(p.pairs_done), static_cast<unsigned long long>(p.pairs_total),
-                  bytesText(static_cast<double>(p.bytes_done)).c_str(), bytesText(rate).c_str());
+    const double seconds = p.comparing_seconds > 0 ? p.comparing_seconds : 0;
+    if (by_bytes) {
+      std::snprintf(text, sizeof text, "%s  %llu/%llu records  %s  %s/s", p.action,
+                    static_cast<unsigned long long>(p.pairs_done), static_cast<unsigned long long>(p.pairs_total),
+                    bytesText(static_cast<double>(p.bytes_done)).c_str(),
+                    bytesText(seconds > 0 ? static_cast<double>(p.bytes_done) / seconds : 0).c_str());
+    } else {
+      // Statistics only (level 0 and 1): no tensor data, records per second.
+      std::snprintf(text, sizeof text, "%s  %llu/%llu records  %.0f records/s", p.action,
+                    static_cast<unsigned long long>(p.pairs_done), static_cast<unsigned long long>(p.pairs_total),
+                    seconds > 0 ? static_cast<double>(p.pairs_done) / seconds : 0.0);
+    }
   }
   if (terminal_) {
     if (p.seconds < kBarAfter || p.seconds - last_ < 0.1) return;

@@ -3,6 +3,9 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <iterator>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -17,7 +20,8 @@
 namespace acc::analyzer {
 
 std::string writeReports(const JudgeArgs& args, const CompareResult& result, int exit_code,
-                         const std::function<void(nlohmann::json&)>& extend, WrittenReports& out) {
+                         const std::function<void(nlohmann::json&)>& extend, WrittenReports& out,
+                         const std::function<void(size_t, size_t)>& tick) {
   namespace fs = std::filesystem;
   const fs::path dir(args.out);
   std::error_code ec;
@@ -36,17 +40,24 @@ std::string writeReports(const JudgeArgs& args, const CompareResult& result, int
   // Each writer reads the spilled rows on its own: together they take the
   // time of the slowest instead of the sum (seconds each at a million rows).
   std::string errors[3];
+  std::atomic<size_t> done{0};
   auto guarded = [&](int k, auto write, const std::string& path) {
-    return std::thread([&errors, k, write, &rows, path] {
+    return std::thread([&errors, &done, k, write, &rows, path] {
       try {
         write(rows, path);
       } catch (const std::exception& e) {
         errors[k] = e.what();
       }
+      ++done;
     });
   };
   std::thread writers[] = {guarded(0, writeCsvReport, csv), guarded(1, writeXlsxReport, xlsx),
                            guarded(2, writeHtmlReport, html)};
+  constexpr size_t kWriters = std::size(writers);
+  while (tick && done.load() < kWriters) {
+    tick(done.load(), kWriters);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
   for (std::thread& t : writers) t.join();
   // Written last, so that its peak memory includes the other reports'.
   out.summary = summaryJson(result, args.thresholds, context);

@@ -25,8 +25,11 @@ struct WrittenReports {
 // summary.json (summaryJson with `exit_code` and the process's peak memory,
 // then `extend` adds the command's own keys). Returns the
 // message to print when they cannot be written, else "".
+// `tick(done, total)`, when set, is called on this thread about every 100 ms
+// while the row reports are written (progress for long comparisons).
 std::string writeReports(const JudgeArgs& args, const CompareResult& result, int exit_code,
-                         const std::function<void(nlohmann::json&)>& extend, WrittenReports& out);
+                         const std::function<void(nlohmann::json&)>& extend, WrittenReports& out,
+                         const std::function<void(size_t, size_t)>& tick = {});
 
 // Orders result.origins by execution: step, then DIR0's index, then rank.
 void sortOrigins(CompareResult& result);
