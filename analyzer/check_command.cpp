@@ -114,14 +114,6 @@ class ItemQueue {
   bool closed_ = false;
 };
 
-uint64_t expectedRecords(const RankRecording& rank) {
-  const nlohmann::json& m = rank.manifest;
-  if (m.contains("counts") && m["counts"].contains("written") && m["counts"]["written"].is_number_unsigned()) {
-    return m["counts"]["written"].get<uint64_t>();
-  }
-  return 0;
-}
-
 // Replays one rank; its records go to `rows` (and its spill part) in execution order.
 void checkRank(const RankRecording& rank, const Args& a, replay::Pool& pool, CompareProgress& progress,
                const std::function<void()>& tick, std::vector<std::string>& problems,
@@ -274,7 +266,6 @@ int checkCommand(const std::vector<std::string>& argv) {
   result.numerics1 = ranks.front().manifest.value("numerics", nlohmann::json::object());
   ProgressReporter reporter(stderr, "check");
   CompareProgress progress;
-  progress.scanning = false;
   progress.action = "replaying";
   for (const RankRecording& r : ranks) progress.pairs_total += expectedRecords(r);
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };

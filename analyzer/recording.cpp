@@ -177,6 +177,15 @@ ReadDamage readRecords(const RankRecording& rank, const ReadOptions& options,
                        });
 }
 
+uint64_t expectedRecords(const RankRecording& rank) {
+  const nlohmann::json& m = rank.manifest;
+  if (m.contains("counts") && m["counts"].is_object() && m["counts"].contains("written") &&
+      m["counts"]["written"].is_number_unsigned()) {
+    return m["counts"]["written"].get<uint64_t>();
+  }
+  return 0;
+}
+
 std::vector<format::OpRecord> loadSorted(const RankRecording& rank,
                                          std::map<uint64_t, format::StackRecord>& stacks,
                                          ReadDamage& damage) {

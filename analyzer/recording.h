@@ -96,6 +96,9 @@ ReadDamage readRecords(const RankRecording& rank, const ReadOptions& options,
                        const std::function<void(format::OpRecord&&)>& on_op,
                        std::map<uint64_t, format::StackRecord>& stacks);
 
+// The op records its manifest says were written (0: not said).
+uint64_t expectedRecords(const RankRecording& rank);
+
 // Op records of one rank sorted by index (execution order), without data.
 std::vector<format::OpRecord> loadSorted(const RankRecording& rank,
                                          std::map<uint64_t, format::StackRecord>& stacks,

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -20,27 +21,13 @@
 #include "analyzer/compare/record_spill.h"
 #include "analyzer/compare/summary.h"
 #include "analyzer/compare/report_set.h"
-#include "analyzer/compare/scan.h"
+#include "analyzer/compare/meta_stream.h"
+#include "analyzer/compare/windows.h"
 #include "analyzer/compare/steps.h"
 #include "analyzer/compare/stream.h"
 #include "analyzer/text.h"
 
 namespace acc::analyzer {
-namespace {
-
-UnmatchedRecord unmatched(int side, const RecordMeta& m, int64_t rank) {
-  UnmatchedRecord u;
-  u.side = side;
-  u.name = m.name;
-  u.op = m.op;
-  u.step = m.step;
-  u.rank = rank;
-  u.index = m.index;
-  u.output_checksum = m.output_checksum;
-  return u;
-}
-
-}  // namespace
 
 RecordComparison describePair(const RecordMeta& a, const RecordMeta& b, int64_t rank) {
   RecordComparison rc;
@@ -77,75 +64,48 @@ bool opSelected(const std::vector<std::string>& op_list, const std::string& op, 
 
 CompareResult compareRecordings(const CompareOptions& options) {
   const auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   CompareResult result;
   result.dir0 = options.dir0;
   result.dir1 = options.dir1;
-  // Pass 1: metadata of both recordings, read in parallel (InputError when
-  // a directory holds no recording at all).
-  std::vector<ScannedRank> side0, side1;
-  CompareProgress progress;
-  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
-  scanRecordings(options.dir0, options.dir1, side0, side1, result.problems, [&](uint64_t scanned, uint64_t expected) {
-    if (!options.progress) return;
-    progress.records_scanned = scanned;
-    progress.records_expected = expected;
-    progress.seconds = elapsed();
-    options.progress(progress);
-  });
-  for (const ScannedRank& s : side0) result.records0 += s.records.size();
-  for (const ScannedRank& s : side1) result.records1 += s.records.size();
+  // InputError when a directory holds no recording at all.
+  std::vector<RankRecording> side0 = openRecording(options.dir0);
+  std::vector<RankRecording> side1 = openRecording(options.dir1);
 
   // Ranks pair by rank number (and, for several directories of one rank,
-  // in directory order).
-  std::map<std::pair<int64_t, int>, std::pair<ScannedRank*, ScannedRank*>> ranks;
-  std::map<int64_t, int> seen0, seen1;
-  for (ScannedRank& s : side0) ranks[{s.rank.rank, seen0[s.rank.rank]++}].first = &s;
-  for (ScannedRank& s : side1) ranks[{s.rank.rank, seen1[s.rank.rank]++}].second = &s;
-
+  // in directory order); a rank of one side only is a plan of its own,
+  // whose records are all unmatched.
   struct RankPlan {
-    ScannedRank* a = nullptr;
-    ScannedRank* b = nullptr;
-    std::vector<AlignedPair> pairs;
+    const RankRecording* a = nullptr;
+    const RankRecording* b = nullptr;
+    int64_t rank = 0;
   };
+  std::map<std::pair<int64_t, int>, RankPlan> ranks;
+  std::map<int64_t, int> seen0, seen1;
+  for (const RankRecording& r : side0) ranks[{r.rank, seen0[r.rank]++}].a = &r;
+  for (const RankRecording& r : side1) ranks[{r.rank, seen1[r.rank]++}].b = &r;
   std::vector<RankPlan> plans;
-  for (auto& [key, ab] : ranks) {
-    auto [a, b] = ab;
-    const int64_t rank = key.first;
-    if (!a || !b) {
-      const ScannedRank* only = a ? a : b;
-      result.notes.push_back("rank " + std::to_string(rank) + " (" + only->rank.dir + ") is only in " +
-                                (a ? "DIR0" : "DIR1") + "; its records are listed as unmatched");
-      for (const RecordMeta& m : only->records) {
-        if (opSelected(options.op_list, m.op, m.name, m.grad_fn)) result.unmatched.push_back(unmatched(a ? 0 : 1, m, rank));
-      }
+  CompareProgress progress;
+  for (auto& [key, plan] : ranks) {
+    plan.rank = key.first;
+    plans.push_back(plan);
+    if (plan.a && plan.b) progress.pairs_total += std::min(expectedRecords(*plan.a), expectedRecords(*plan.b));
+  }
+  const uint64_t expected_pairs = progress.pairs_total;
+
+  bool first_pair = true;
+  for (const RankPlan& plan : plans) {
+    if (!plan.a || !plan.b) {
+      const RankRecording* only = plan.a ? plan.a : plan.b;
+      result.notes.push_back("rank " + std::to_string(plan.rank) + " (" + only->dir + ") is only in " +
+                             (plan.a ? "DIR0" : "DIR1") + "; its records are listed as unmatched");
       continue;
     }
-    Alignment al = alignRank(a->records, b->records);
-    for (std::string& note : al.notes) result.notes.push_back("rank " + std::to_string(rank) + ", " + note);
-    RankPlan plan{a, b, {}};
-    for (const AlignedPair& p : al.pairs) {
-      const RecordMeta& m = a->records[p.i0];
-      if (!opSelected(options.op_list, m.op, m.name, m.grad_fn)) continue;
-      plan.pairs.push_back(p);
-      progress.bytes_total += m.data_bytes + b->records[p.i1].data_bytes;
-    }
-    for (uint32_t i : al.only0) {
-      const RecordMeta& m = a->records[i];
-      if (opSelected(options.op_list, m.op, m.name, m.grad_fn)) result.unmatched.push_back(unmatched(0, m, rank));
-    }
-    for (uint32_t j : al.only1) {
-      const RecordMeta& m = b->records[j];
-      if (opSelected(options.op_list, m.op, m.name, m.grad_fn)) result.unmatched.push_back(unmatched(1, m, rank));
-    }
-    progress.pairs_total += plan.pairs.size();
-    plans.push_back(std::move(plan));
-  }
-
-  for (const RankPlan& plan : plans) {
-    const nlohmann::json &m0 = plan.a->rank.manifest, &m1 = plan.b->rank.manifest;
-    if (&plan == &plans.front()) {
+    const nlohmann::json &m0 = plan.a->manifest, &m1 = plan.b->manifest;
+    if (first_pair) {
       result.numerics0 = m0.value("numerics", nlohmann::json::object());
       result.numerics1 = m1.value("numerics", nlohmann::json::object());
+      first_pair = false;
     }
     for (SettingDifference& d : settingDifferences(m0, m1)) {
       auto same = [&](const SettingDifference& e) { return e.setting == d.setting; };
@@ -155,51 +115,107 @@ CompareResult compareRecordings(const CompareOptions& options) {
     }
   }
 
-  // Pass 2: tensor data, streamed; rank pairs side by side, each with its
-  // share of the threads and of the memory budget. Each rank pair's rows are
-  // judged as they come and spilled to disk (rank_rows.h).
+  // Each rank pair in one pass over each records file: metadata read and
+  // aligned a window at a time (windows.h), the paired records' data
+  // streamed and compared, the rows judged as they come and spilled to disk
+  // (rank_rows.h). Rank pairs run side by side, each with its share of the
+  // threads and of the memory budget.
   const unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
   auto spill = std::make_shared<RecordSpill>(options.spill_dir);
   struct PlanOutput {
     std::unique_ptr<RankRows> rows;
-    std::vector<std::string> problems;
+    std::vector<std::string> problems, notes;
+    std::vector<UnmatchedRecord> unmatched;  // the first kMaxUnmatched
+    uint64_t unmatched_not_listed[2] = {0, 0};
+    uint64_t records0 = 0, records1 = 0;
     StreamCounters counters;
+    std::atomic<uint64_t> pairs{0};  // aligned so far
   };
   std::vector<PlanOutput> outs(plans.size());
-  for (size_t k = 0; k < plans.size(); ++k) {
-    outs[k].rows = std::make_unique<RankRows>(*plans[k].a, *plans[k].b, plans[k].pairs, options.thresholds,
-                                              options.replay ? options.replay_limit : 0, spill->addPart());
-  }
+  std::vector<RecordSpill::Part*> parts;
+  for (size_t k = 0; k < plans.size(); ++k) parts.push_back(&spill->addPart());
   const size_t concurrent = std::max<size_t>(1, std::min<size_t>(plans.size(), threads));
-  progress.scanning = false;
-  const double pass2_start = elapsed();
   std::mutex tick_mutex;
   auto tick = [&] {
     if (!options.progress) return;
     std::lock_guard<std::mutex> lock(tick_mutex);
+    uint64_t aligned = 0;
     progress.pairs_done = progress.bytes_done = 0;
     for (const PlanOutput& o : outs) {
       progress.pairs_done += o.counters.pairs_done.load();
       progress.bytes_done += o.counters.bytes_done.load();
+      aligned += o.pairs.load();
     }
-    progress.seconds = elapsed();
-    progress.comparing_seconds = progress.seconds - pass2_start;
+    progress.pairs_total = std::max(expected_pairs, aligned);
+    progress.seconds = progress.comparing_seconds = elapsed();
     options.progress(progress);
   };
   auto comparePlan = [&](size_t k) {
-    RankPlan& plan = plans[k];
+    const RankPlan& plan = plans[k];
     PlanOutput& out = outs[k];
+    // Each side's metadata, read on a thread of its own.
+    std::unique_ptr<MetaStream> streams[2];
+    if (plan.a) streams[0] = std::make_unique<MetaStream>(*plan.a);
+    if (plan.b) streams[1] = std::make_unique<MetaStream>(*plan.b);
+    auto source = [](MetaStream* s) -> WindowAligner::Source {
+      if (!s) return [](MetaItem&) { return false; };
+      return [s](MetaItem& item) { return s->next(item); };
+    };
+    WindowAligner aligner(source(streams[0].get()), source(streams[1].get()), options.op_list);
+    static const StackTable kNoStacks;
+    const RankRecording& a = plan.a ? *plan.a : *plan.b;
+    const RankRecording& b = plan.b ? *plan.b : *plan.a;
+    // The rows refer to DIR0's stacks only while they are judged (until finish()).
+    out.rows = std::make_unique<RankRows>(a, b, streams[0] ? streams[0]->stacks() : kNoStacks, options.thresholds,
+                                          options.replay ? options.replay_limit : 0, *parts[k]);
+    auto unmatched = [&](int side, const RecordMeta& m) {
+      if (out.unmatched.size() >= CompareResult::kMaxUnmatched) {
+        ++out.unmatched_not_listed[side];
+        return;
+      }
+      UnmatchedRecord u;
+      u.side = side;
+      u.name = m.name;
+      u.op = m.op;
+      u.step = m.step;
+      u.rank = plan.rank;
+      u.index = m.index;
+      u.output_checksum = m.output_checksum;
+      out.unmatched.push_back(std::move(u));
+    };
     StreamJob job;
-    job.side0 = plan.a;
-    job.side1 = plan.b;
-    job.pairs = &plan.pairs;
+    const bool both = streams[0] && streams[1] && streams[0]->readable() && streams[1]->readable();
+    if (both) {
+      job.file0 = (std::filesystem::path(plan.a->dir) / "records.acc").string();
+      job.file1 = (std::filesystem::path(plan.b->dir) / "records.acc").string();
+    }
+    job.next_window = [&]() -> std::shared_ptr<const AlignedWindow> {
+      std::shared_ptr<AlignedWindow> w = aligner.next();
+      if (!w) return nullptr;
+      for (std::string& note : w->notes) out.notes.push_back("rank " + std::to_string(plan.rank) + ", " + note);
+      for (uint32_t i : w->only0) unmatched(0, w->m0[i]);
+      for (uint32_t j : w->only1) unmatched(1, w->m1[j]);
+      out.rows->addWindow(w);
+      out.pairs += w->pairs.size();
+      return w;
+    };
     job.thresholds = &options.thresholds;
     job.threads = std::max<unsigned>(1, threads / static_cast<unsigned>(concurrent));
     job.memory_budget = std::max<uint64_t>(options.memory_budget / concurrent, uint64_t(1) << 20);
     job.tick = tick;
-    job.deliver = [&out](size_t pair, std::vector<TensorPair>&& tensors) { out.rows->deliver(pair, std::move(tensors)); };
-    streamCompare(job, out.counters, out.problems);
+    job.deliver = [&out](uint64_t pair, std::vector<TensorPair>&& tensors) {
+      out.rows->deliver(pair, std::move(tensors));
+    };
+    std::vector<std::string> problems;
+    streamCompare(job, out.counters, problems);
     out.rows->finish();
+    for (int side = 0; side < 2; ++side) {
+      if (!streams[side]) continue;
+      (side == 0 ? out.records0 : out.records1) = streams[side]->records();
+      const std::string p = streams[side]->problem();
+      if (!p.empty()) out.problems.push_back(p);
+    }
+    for (std::string& p : problems) out.problems.push_back(std::move(p));
   };
   if (concurrent == 1) {
     for (size_t k = 0; k < plans.size(); ++k) comparePlan(k);
@@ -213,6 +229,26 @@ CompareResult compareRecordings(const CompareOptions& options) {
     }
     for (std::thread& t : pool) t.join();
   }
+  tick();
+  for (PlanOutput& out : outs) {
+    result.records0 += out.records0;
+    result.records1 += out.records1;
+    for (std::string& n : out.notes) result.notes.push_back(std::move(n));
+    for (UnmatchedRecord& u : out.unmatched) {
+      if (result.unmatched.size() < CompareResult::kMaxUnmatched) {
+        result.unmatched.push_back(std::move(u));
+      } else {
+        ++result.unmatched_not_listed[u.side];
+      }
+    }
+    result.unmatched_not_listed[0] += out.unmatched_not_listed[0];
+    result.unmatched_not_listed[1] += out.unmatched_not_listed[1];
+  }
+  if (result.unmatched_not_listed[0] + result.unmatched_not_listed[1]) {
+    result.notes.push_back(std::to_string(result.unmatched_not_listed[0] + result.unmatched_not_listed[1]) +
+                           " unmatched record(s) beyond the first " + std::to_string(CompareResult::kMaxUnmatched) +
+                           " are counted, not listed");
+  }
   // Replay of the candidates (one pool of acc-replay workers), then the
   // rank pairs' rows as one sequence: positions shift by the parts before.
   std::unique_ptr<replay::Pool> pool;
@@ -225,12 +261,12 @@ CompareResult compareRecordings(const CompareOptions& options) {
       if (!pool) pool = std::make_unique<replay::Pool>(options.replay_binary, threads);
       std::vector<RecordComparison> candidates;
       for (size_t c : rows.candidates) candidates.push_back(rows.kept.at(c));
-      confirmByReplay(candidates, plans[k].a->rank, plans[k].b->rank, options.thresholds, *pool,
+      confirmByReplay(candidates, *plans[k].a, *plans[k].b, options.thresholds, *pool,
                       options.replay_limit, result.notes);
       for (size_t i = 0; i < candidates.size(); ++i) rows.kept[rows.candidates[i]] = std::move(candidates[i]);
     }
     if (rows.candidates_skipped) {
-      result.notes.push_back("rank " + std::to_string(plans[k].a->rank.rank) + ": " +
+      result.notes.push_back("rank " + std::to_string(plans[k].rank) + ": " +
                              std::to_string(rows.candidates_skipped) + " candidate origin(s) beyond --replay-limit " +
                              std::to_string(options.replay_limit) + " were not replayed (judged by the ratio rule)");
     }
@@ -254,7 +290,7 @@ CompareResult compareRecordings(const CompareOptions& options) {
     result.pairs_reused += out.counters.pairs_reused;
     // Held side by side: the peaks add up.
     result.peak_held_bytes += out.counters.peak_held_bytes;
-    offset += plans[k].pairs.size();
+    offset += rows.size();
   }
   result.spill = spill;
   // Origins not kept are listed in report.csv only: their positions go.

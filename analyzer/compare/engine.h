@@ -17,14 +17,15 @@
 namespace acc::analyzer {
 
 struct CompareProgress {
-  bool scanning = true;                      // pass 1 (metadata), then pass 2 (data)
-  const char* action = "comparing";          // pass 2's verb on the progress line
-  uint64_t records_scanned = 0;              // pass 1: records read from both sides
-  uint64_t records_expected = 0;             // ... according to the manifests (0: unknown)
-  uint64_t pairs_done = 0, pairs_total = 0;  // pass 2: matched records compared
-  uint64_t bytes_done = 0, bytes_total = 0;  // ... tensor data of both sides
+  const char* action = "comparing";          // the verb on the progress line
+  // Matched records compared, of about how many (the manifests' counts, or
+  // the pairs aligned so far when more).
+  uint64_t pairs_done = 0, pairs_total = 0;
+  // Tensor data of both sides compared, and of how many when known
+  // (0: the fraction done counts records).
+  uint64_t bytes_done = 0, bytes_total = 0;
   double seconds = 0;                        // since the start
-  double comparing_seconds = 0;              // since pass 2 started
+  double comparing_seconds = 0;              // since the comparing started
   bool writing = false;                      // then the reports: pairs_done of pairs_total written
 };
 

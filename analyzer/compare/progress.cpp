@@ -28,19 +28,10 @@ void ProgressReporter::update(const CompareProgress& p) {
     fraction = p.pairs_total ? static_cast<double>(p.pairs_done) / static_cast<double>(p.pairs_total) : 1.0;
     std::snprintf(text, sizeof text, "writing reports  %llu/%llu", static_cast<unsigned long long>(p.pairs_done),
                   static_cast<unsigned long long>(p.pairs_total));
-  } else if (p.scanning) {
-    // Pass 1: reading both recordings' metadata.
-    fraction = p.records_expected ? std::min(1.0, static_cast<double>(p.records_scanned) /
-                                                      static_cast<double>(p.records_expected))
-                                  : 0;
-    std::snprintf(text, sizeof text, "reading records  %llu/%llu",
-                  static_cast<unsigned long long>(p.records_scanned),
-                  static_cast<unsigned long long>(p.records_expected));
   } else {
-    // Pass 2: comparing tensor data.
-    const bool by_bytes = p.bytes_total > 0;
-    const double done = by_bytes ? static_cast<double>(p.bytes_done) : static_cast<double>(p.pairs_done);
-    const double total = by_bytes ? static_cast<double>(p.bytes_total) : static_cast<double>(p.pairs_total);
+    const bool by_bytes = p.bytes_total > 0 || p.bytes_done > 0;  // tensor data (level 2)
+    const double done = p.bytes_total > 0 ? static_cast<double>(p.bytes_done) : static_cast<double>(p.pairs_done);
+    const double total = p.bytes_total > 0 ? static_cast<double>(p.bytes_total) : static_cast<double>(p.pairs_total);
     fraction = total > 0 ? std::min(1.0, done / total) : 1.0;
     const double seconds = p.comparing_seconds > 0 ? p.comparing_seconds : 0;
     if (by_bytes) {

@@ -1,7 +1,6 @@
 #include "analyzer/compare/rank_rows.h"
 
 #include <algorithm>
-#include <iterator>
 
 #include "analyzer/compare/allowed_precision.h"
 #include "analyzer/compare/engine.h"
@@ -9,12 +8,21 @@
 
 namespace acc::analyzer {
 
-RankRows::RankRows(const ScannedRank& a, const ScannedRank& b, const std::vector<AlignedPair>& pairs,
+RankRows::RankRows(const RankRecording& a, const RankRecording& b, const StackTable& stacks0,
                    const Thresholds& thresholds, size_t replay_limit, RecordSpill::Part& part)
-    : a_(a), b_(b), pairs_(pairs), thresholds_(thresholds), replay_limit_(replay_limit), part_(part),
+    : a_(a), b_(b), stacks0_(stacks0), thresholds_(thresholds), replay_limit_(replay_limit), part_(part),
       judge_(thresholds) {}
 
-void RankRows::deliver(size_t pair, std::vector<TensorPair>&& tensors) {
+void RankRows::addWindow(std::shared_ptr<const AlignedWindow> window) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  windows_.push_back(std::move(window));
+}
+
+uint64_t RankRows::pairsAdded() const {
+  return windows_.empty() ? next_ : windows_.back()->first_pair + windows_.back()->pairs.size();
+}
+
+void RankRows::deliver(uint64_t pair, std::vector<TensorPair>&& tensors) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (pair != next_) {
     waiting_.emplace(pair, std::move(tensors));
@@ -28,24 +36,35 @@ void RankRows::deliver(size_t pair, std::vector<TensorPair>&& tensors) {
 
 void RankRows::finish() {
   std::lock_guard<std::mutex> lock(mutex_);
-  for (; next_ < pairs_.size(); ++next_) {
+  for (const uint64_t end = pairsAdded(); next_ < end; ++next_) {
     auto it = waiting_.find(next_);
     emit(next_, it != waiting_.end() ? std::move(it->second) : std::vector<TensorPair>());
     if (it != waiting_.end()) waiting_.erase(it);
   }
+  windows_.clear();
   part_.close();
 }
 
-void RankRows::emit(size_t k, std::vector<TensorPair>&& tensors) {
-  const RecordMeta& m0 = a_.records[pairs_[k].i0];
-  const RecordMeta& m1 = b_.records[pairs_[k].i1];
-  RecordComparison r = describePair(m0, m1, a_.rank.rank);
+void RankRows::emit(uint64_t k, std::vector<TensorPair>&& tensors) {
+  // Windows come in order and pairs are emitted in order: the front one
+  // holds `k` once those before it are done.
+  while (!windows_.empty() && windows_.front()->first_pair + windows_.front()->pairs.size() <= k) {
+    windows_.pop_front();
+  }
+  const AlignedWindow& w = *windows_.front();
+  const AlignedPair& p = w.pairs[k - w.first_pair];
+  const RecordMeta& m0 = w.m0[p.i0];
+  const RecordMeta& m1 = w.m1[p.i1];
+  RecordComparison r = describePair(m0, m1, a_.rank);
   r.tensors = std::move(tensors);
-  judgeAtAllowedPrecision(r, m0, a_.rank.manifest, m1, b_.rank.manifest, thresholds_);
+  judgeAtAllowedPrecision(r, m0, a_.manifest, m1, b_.manifest, thresholds_);
   judge_.judge(r);
-  if (r.verdict != Verdict::Pass || r.origin) attachStack(r, m0);
-  attachRerecord(r, k);
-  for (const TensorPair& p : r.tensors) tensors_compared += p.metrics.compared;
+  if (r.verdict != Verdict::Pass || r.origin) {
+    if (m0.pass == format::Pass::Backward) forwardStacksOf(w, m0.step);
+    attachStack(r, m0);
+  }
+  attachRerecord(r, w, p);
+  for (const TensorPair& t : r.tensors) tensors_compared += t.metrics.compared;
   bool keep = false;
   if (r.origin) {
     origins.push_back(k);
@@ -76,41 +95,37 @@ void RankRows::attachStack(RecordComparison& r, const RecordMeta& m) {
   if (m.pass == format::Pass::Backward) {
     // The forward call site names the op; a backward stack only shows
     // loss.backward().
-    if (m.step != stack_step_) forwardStacksOf(m);
     auto it = forward_stack_.find(m.forward_name);
-    if (it != forward_stack_.end()) id = it->second;
+    if (it != forward_stack_.end() && stack_step_ == m.step) id = it->second;
   }
-  auto stack = a_.stacks.find(id);
-  if (id == 0 || stack == a_.stacks.end()) return;
-  for (const format::StackFrame& f : stack->second.frames) r.stack0.push_back(f.text);
-  r.location = userLocation(r.stack0);
+  if (id == 0) return;
+  r.stack0 = stacks0_.frames(id);
+  if (!r.stack0.empty()) r.location = userLocation(r.stack0);
 }
 
-// The stacks of the forward records of `m`'s step, by name: pairs come in
-// execution order, so each step's are gathered once (a table of every
-// step's would grow with the run).
-void RankRows::forwardStacksOf(const RecordMeta& m) {
-  const std::vector<RecordMeta>& metas = a_.records;
-  forward_stack_.clear();
-  stack_step_ = m.step;
-  auto at = std::lower_bound(metas.begin(), metas.end(), m.index,
-                             [](const RecordMeta& x, uint64_t index) { return x.index < index; });
-  auto first = at;
-  while (first != metas.begin() && std::prev(first)->step == m.step) --first;
-  for (auto it = first; it != metas.end() && it->step == m.step; ++it) {
-    if (it->pass == format::Pass::Forward && it->stack_id) forward_stack_[it->name] = it->stack_id;
+// The stacks of the forward records of `step`, by name, gathered once per
+// window and step (a table of every step's would grow with the run); a step
+// longer than a window adds each window's to those of its earlier ones.
+void RankRows::forwardStacksOf(const AlignedWindow& w, int64_t step) {
+  if (step == stack_step_ && w.first_pair == stacks_of_) return;
+  if (step != stack_step_) forward_stack_.clear();
+  stack_step_ = step;
+  stacks_of_ = w.first_pair;
+  for (const RecordMeta& m : w.m0) {
+    if (m.step == step && m.pass == format::Pass::Forward && m.stack_id) forward_stack_[m.name] = m.stack_id;
   }
 }
 
 // Level-1 candidates get the environment that re-records just their region
 // at level 2 in both runs: their step, and the records from kMargin before
 // to kMargin after them (a backward record's forward op included: replay
-// needs what autograd saved), names taken from DIR1.
-void RankRows::attachRerecord(RecordComparison& r, size_t k) const {
+// needs what autograd saved), names taken from DIR1. The region is looked
+// for within the pair's window.
+void RankRows::attachRerecord(RecordComparison& r, const AlignedWindow& w, const AlignedPair& p) const {
   constexpr size_t kMargin = 3;
   if (!failsOnStatistics(r) || !(r.origin || r.replay.state == ReplayState::MayAmplify)) return;
-  const std::vector<RecordMeta>& metas = b_.records;
-  size_t first = pairs_[k].i1, last = pairs_[k].i1;
+  const std::vector<RecordMeta>& metas = w.m1;
+  size_t first = p.i1, last = p.i1;
   const RecordMeta& m = metas[last];
   if (m.pass == format::Pass::Backward) {
     for (size_t j = last; j-- > 0 && metas[j].step == m.step;) {

@@ -200,7 +200,12 @@ struct CompareResult {
   // spilled ones; and the report filter's choice of pairs (null: all).
   std::map<size_t, RecordComparison> kept;
   std::function<bool(const TensorPair&)> keeps;
+  // The first kMaxUnmatched records without a partner, in rank order; the
+  // others are counted by side (two unrelated runs would otherwise list
+  // every record).
+  static constexpr size_t kMaxUnmatched = 100000;
   std::vector<UnmatchedRecord> unmatched;
+  uint64_t unmatched_not_listed[2] = {0, 0};
   std::vector<size_t> origins;            // positions of records, execution order
   size_t first_failing = SIZE_MAX;        // with a spill: the first failing record's position (summary.h)
   uint64_t origins_not_kept = 0;          // origins beyond the RankRows::kMaxKeptOrigins of a rank: in report.csv only

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "analyzer/compare/metrics.h"
 #include "analyzer/compare/tensor_pairs.h"
@@ -51,7 +52,7 @@ struct Task {
 };
 
 struct Job {
-  uint32_t id = 0;
+  uint64_t id = 0;  // the pair's position
   format::OpRecord r0, r1;
   std::vector<PlannedPair> planned;
   std::vector<MetricAccumulator> partials;
@@ -61,41 +62,29 @@ struct Job {
   uint64_t bytes = 0;
 };
 
-// Which pair a record of one side belongs to, by record index: 4 bytes a
-// record (a hash table would take ten times that for a million records).
-struct Wanted {
-  static constexpr uint32_t kNone = UINT32_MAX;
-  explicit Wanted(const ScannedRank& rank) : metas(rank.records), pair_of(rank.records.size(), kNone) {}
-  uint32_t pairOf(uint64_t index) const {
-    auto it = std::lower_bound(metas.begin(), metas.end(), index,
-                               [](const RecordMeta& m, uint64_t i) { return m.index < i; });
-    return it != metas.end() && it->index == index ? pair_of[it - metas.begin()] : kNone;
-  }
-  const std::vector<RecordMeta>& metas;  // sorted by index
-  std::vector<uint32_t> pair_of;         // per record of `metas`
-};
+// Pairs of contents whose metrics are remembered (format v4 content ids):
+// past this many the memory is forgotten rather than grown with the run.
+constexpr size_t kMaxKnownContents = size_t(1) << 16;
 
 class Pipeline {
  public:
-  Pipeline(const StreamJob& job, StreamCounters& counters) : job_(job), counters_(counters) {
-    compared_.resize(job.pairs->size(), 0);
-  }
+  Pipeline(const StreamJob& job, StreamCounters& counters) : job_(job), counters_(counters) {}
 
   void run(std::vector<std::string>& problems) {
-    Wanted wanted[2] = {Wanted(*job_.side0), Wanted(*job_.side1)};
-    for (size_t k = 0; k < job_.pairs->size(); ++k) {
-      const AlignedPair& p = (*job_.pairs)[k];
-      wanted[0].pair_of[p.i0] = static_cast<uint32_t>(k);
-      wanted[1].pair_of[p.i1] = static_cast<uint32_t>(k);
-    }
+    const bool read = !job_.file0.empty() && !job_.file1.empty();
+    if (!read) reader_done_[0] = reader_done_[1] = true;
     std::vector<std::thread> workers;
     unsigned n = std::max(1u, job_.threads);
     for (unsigned i = 0; i < n; ++i) workers.emplace_back([this] { work(); });
-    std::thread r0([&] { read(0, *job_.side0, wanted[0]); });
-    std::thread r1([&] { read(1, *job_.side1, wanted[1]); });
+    std::thread aligner([this] { align(); });
+    std::thread r0, r1;
+    if (read) {
+      r0 = std::thread([&] { this->read(0, job_.file0); });
+      r1 = std::thread([&] { this->read(1, job_.file1); });
+    }
     {
       std::unique_lock<std::mutex> lock(mu_);
-      while (!(readers_done_ == 2 && tasks_.empty() && jobs_in_flight_ == 0)) {
+      while (!(aligned_ && reader_done_[0] && reader_done_[1] && tasks_.empty() && jobs_in_flight_ == 0)) {
         lock.unlock();
         if (job_.tick) job_.tick();
         lock.lock();
@@ -104,61 +93,155 @@ class Pipeline {
       stop_ = true;
     }
     work_cv_.notify_all();
-    r0.join();
-    r1.join();
+    reader_cv_.notify_all();
+    align_cv_.notify_all();
+    aligner.join();
+    if (r0.joinable()) r0.join();
+    if (r1.joinable()) r1.join();
     for (std::thread& t : workers) t.join();
     if (job_.tick) job_.tick();
     for (std::string& e : errors_) problems.push_back(std::move(e));
-    const size_t missing = static_cast<size_t>(std::count(compared_.begin(), compared_.end(), 0));
-    if (missing) {
-      problems.push_back(job_.side0->rank.dir + " / " + job_.side1->rank.dir + ": " + std::to_string(missing) +
+    if (missing_) {
+      problems.push_back(dirOf(job_.file0) + " / " + dirOf(job_.file1) + ": " + std::to_string(missing_) +
                          " matched record(s) could not be read again with their data (files changed?)");
     }
   }
 
  private:
-  void read(int side, const ScannedRank& rank, const Wanted& wanted) {
+  static std::string dirOf(const std::string& file) { return std::filesystem::path(file).parent_path().string(); }
+
+  // The aligning thread: publishes each window's pairs to the readers (by
+  // ordinal) and how far each side is settled, then waits while more pairs
+  // are in flight than allowed, unless a reader waits for the next window.
+  void align() {
+    for (;;) {
+      std::shared_ptr<const AlignedWindow> w;
+      try {
+        w = job_.next_window();
+      } catch (const std::exception& e) {
+        std::lock_guard<std::mutex> lock(mu_);
+        errors_.push_back(dirOf(job_.file0) + " / " + dirOf(job_.file1) + ": " + e.what());
+      }
+      std::vector<uint64_t> lost;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (!w) {
+          aligned_ = true;
+          decided_[0] = decided_[1] = UINT64_MAX;
+        } else {
+          for (size_t k = 0; k < w->pairs.size(); ++k) {
+            const uint64_t pair = w->first_pair + k;
+            const uint64_t ordinal[2] = {w->ordinal0[w->pairs[k].i0], w->ordinal1[w->pairs[k].i1]};
+            for (int side = 0; side < 2; ++side) {
+              if (reader_done_[side]) {
+                lost.push_back(pair);
+              } else {
+                wanted_[side][ordinal[side]] = pair;
+              }
+            }
+          }
+          decided_[0] = w->decided[0];
+          decided_[1] = w->decided[1];
+          in_flight_ += w->pairs.size();
+        }
+      }
+      reader_cv_.notify_all();
+      done_cv_.notify_all();
+      for (uint64_t pair : lost) lose(pair);
+      if (!w) return;
+      std::unique_lock<std::mutex> lock(mu_);
+      align_cv_.wait(lock, [&] {
+        return stop_ || in_flight_ <= job_.max_pairs_in_flight || reader_waits_[0] || reader_waits_[1];
+      });
+    }
+  }
+
+  void read(int side, const std::string& file) {
     try {
-      readFile(side, rank, wanted);
+      readFile(side, file);
     } catch (const std::exception& e) {
       std::lock_guard<std::mutex> lock(mu_);
-      errors_.push_back(rank.rank.dir + ": " + e.what());
+      errors_.push_back(dirOf(file) + ": " + e.what());
     }
+    std::vector<uint64_t> lost;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      ++readers_done_;
+      // Pairs whose record on this side was never met (the file changed).
+      for (const auto& [ordinal, pair] : wanted_[side]) lost.push_back(pair);
+      wanted_[side].clear();
+      reader_done_[side] = true;
     }
+    for (uint64_t pair : lost) lose(pair);
     reader_cv_.notify_all();
+    align_cv_.notify_all();
     done_cv_.notify_all();
   }
 
-  void readFile(int side, const ScannedRank& rank, const Wanted& wanted) {
-    if (!rank.readable || job_.pairs->empty()) return;
-    std::vector<char> seen(job_.pairs->size(), 0);
+  void readFile(int side, const std::string& file) {
+    uint64_t ordinal = 0;  // counted as MetaStream counts
     // The metadata pass counted and reported damaged frames and records;
     // data frames (format v2) are first decompressed here.
-    const std::string file = (std::filesystem::path(rank.rank.dir) / "records.acc").string();
-    ReadDamage damage = forEachRecord(file,
-                  [&](const RawRecord& record) {
-                    if (record.kind != format::RecordKind::Op) return;
-                    format::ByteReader peek(record.body);
-                    const uint32_t id = wanted.pairOf(peek.varint());
-                    if (id == Wanted::kNone || seen[id]) return;
-                    // Whole data frames are decompressed by the workers, in
-                    // parallel; slices of frames shared with other records
-                    // by this reader, which caches the last frame it read.
-                    format::OpRecord r = record.decodeOp(true, [this](int fd, const auto& frames) {
-                      return inflate(fd, frames);
-                    });
-                    seen[id] = 1;
-                    add(side, id, std::move(r));
-                  });
+    ReadDamage damage = forEachRecord(file, [&](const RawRecord& record) {
+      if (record.kind != format::RecordKind::Op) return;
+      const uint64_t at = ordinal++;
+      uint64_t pair = 0;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        for (;;) {
+          auto it = wanted_[side].find(at);
+          if (it != wanted_[side].end()) {
+            pair = it->second;
+            wanted_[side].erase(it);
+            break;
+          }
+          if (at < decided_[side] || stop_) return;  // settled, and not wanted
+          reader_waits_[side] = true;
+          align_cv_.notify_all();
+          reader_cv_.wait(lock);
+          reader_waits_[side] = false;
+        }
+      }
+      // Whole data frames are decompressed by the workers, in parallel;
+      // slices of frames shared with other records by this reader, which
+      // caches the last frame it read.
+      format::OpRecord r;
+      try {
+        r = record.decodeOp(true, [this](int fd, const auto& frames) { return inflate(fd, frames); });
+      } catch (const format::FormatError&) {
+        lose(pair);
+        throw;  // counted as a damaged record
+      }
+      add(side, pair, std::move(r));
+    });
     if (damage.missing_data) {
       ReadDamage data;
       data.missing_data = damage.missing_data;
       std::lock_guard<std::mutex> lock(mu_);
       errors_.push_back(data.describe(file));
     }
+  }
+
+  // A pair one of whose records cannot be read: its partner is dropped
+  // (now, or when it comes) and it is delivered without tensors.
+  void lose(uint64_t pair) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!lost_.insert(pair).second) return;
+      for (auto& slots : slots_) {
+        auto it = slots.find(pair);
+        if (it == slots.end()) continue;
+        held_ -= heldBytes(*it->second);
+        --held_records_;
+        slots.erase(it);
+        lost_.erase(pair);  // its partner has come: nothing more to drop
+      }
+      ++missing_;
+      --in_flight_;
+    }
+    job_.deliver(pair, {});
+    reader_cv_.notify_all();
+    align_cv_.notify_all();
+    done_cv_.notify_all();
   }
 
   // Decompresses `frames` on the workers and this reader (ahead of queued
@@ -206,9 +289,10 @@ class Pipeline {
   // and something else can free memory: a record that completes a pair waits
   // for the jobs in flight (else a reader far ahead of the other would have
   // its partners admitted without limit), any other one for a pair or a job.
-  void add(int side, uint32_t id, format::OpRecord&& r) {
+  void add(int side, uint64_t id, format::OpRecord&& r) {
     const uint64_t bytes = heldBytes(r);
     std::unique_lock<std::mutex> lock(mu_);
+    if (lost_.erase(id)) return;  // its partner could not be read
     // The other reader may deliver the partner while this one waits.
     auto completes = [&] { return slots_[1 - side].count(id) != 0; };
     auto proceed = [&] { return completes() ? jobs_in_flight_ == 0 : mustProceed(side); };
@@ -263,7 +347,7 @@ class Pipeline {
   bool mustProceed(int side) const {
     const int other = 1 - side;
     return jobs_in_flight_ == 0 && tasks_.empty() &&
-           ((waiting_[other] && !waiting_completes_[other]) || readers_done_ > 0);
+           ((waiting_[other] && !waiting_completes_[other]) || reader_done_[0] || reader_done_[1]);
   }
 
   std::vector<Task> plan(Job* job) {
@@ -356,6 +440,7 @@ class Pipeline {
     judge(p.pair, *job_.thresholds);
     if (p.t0->content != 0 && p.t1->content != 0) {
       std::lock_guard<std::mutex> lock(known_mu_);
+      if (known_.size() >= kMaxKnownContents) known_.clear();
       known_.emplace(std::make_pair(p.t0->content, p.t1->content), p.pair.metrics);
     }
   }
@@ -385,7 +470,6 @@ class Pipeline {
       finishElements(job->planned[i], acc);
     }
     uint64_t data = 0;
-    compared_[job->id] = 1;
     std::vector<TensorPair> tensors;
     tensors.reserve(job->planned.size());
     for (PlannedPair& p : job->planned) {
@@ -393,7 +477,7 @@ class Pipeline {
       tensors.push_back(std::move(p.pair));
     }
     const uint64_t bytes = job->bytes;
-    const size_t id = job->id;
+    const uint64_t id = job->id;
     delete job;
     job_.deliver(id, std::move(tensors));
     counters_.pairs_done += 1;
@@ -403,26 +487,35 @@ class Pipeline {
       held_ -= bytes;
       held_records_ -= 2;
       --jobs_in_flight_;
+      --in_flight_;
     }
     reader_cv_.notify_all();
+    align_cv_.notify_all();
     done_cv_.notify_all();
   }
 
   const StreamJob& job_;
   StreamCounters& counters_;
   std::mutex mu_;
-  std::condition_variable reader_cv_, work_cv_, done_cv_;
+  std::condition_variable reader_cv_, work_cv_, done_cv_, align_cv_;
   // Records waiting for their partner, by pair (a few thousand at most).
-  std::unordered_map<uint32_t, std::unique_ptr<format::OpRecord>> slots_[2];
+  std::unordered_map<uint64_t, std::unique_ptr<format::OpRecord>> slots_[2];
+  // Published pairs not yet read, by the ordinal of each side's record.
+  std::unordered_map<uint64_t, uint64_t> wanted_[2];
+  uint64_t decided_[2] = {0, 0};  // AlignedWindow::decided of the last window
+  bool reader_waits_[2] = {false, false};  // for the next window
+  bool reader_done_[2] = {false, false};
+  bool aligned_ = false;  // the last window is published
+  uint64_t in_flight_ = 0;  // pairs published and not yet delivered
+  std::unordered_set<uint64_t> lost_;  // pairs lost whose partner may still come
+  uint64_t missing_ = 0;
   std::deque<Task> tasks_;
   uint64_t held_ = 0;
   uint64_t held_records_ = 0;  // decoded records held, paired or waiting for their partner
   int jobs_in_flight_ = 0;
-  int readers_done_ = 0;
   bool waiting_[2] = {false, false};
   bool waiting_completes_[2] = {false, false};  // whether the waiting record completes a pair
   bool stop_ = false;
-  std::vector<char> compared_;  // per pair, written once by the worker finishing it
   // Metrics by (DIR0 content, DIR1 content) of the pairs compared element-wise.
   std::mutex known_mu_;
   std::map<std::pair<uint64_t, uint64_t>, TensorMetrics> known_;

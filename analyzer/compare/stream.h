@@ -1,8 +1,10 @@
-// Pass 2 of compare for one pair of ranks: one reader thread per side
-// streams records in file order (decompressing and decoding), matched
-// records meet in a join table, and worker threads compute the metrics.
-// Tensor data are released as soon as their pair is compared; readers wait
-// while more than the memory budget is held.
+// compare of one pair of ranks: an aligning thread takes the aligned
+// windows (analyzer/compare/windows.h) as they come, one reader thread per
+// side streams records in file order (decompressing and decoding) and
+// decodes the ones a window pairs, matched records meet in a join table, and
+// worker threads compute the metrics. Tensor data are released as soon as
+// their pair is compared; readers wait while more than the memory budget is
+// held, and the aligning thread while a few windows' pairs are in flight.
 #pragma once
 
 #include <cstdint>
@@ -13,8 +15,8 @@
 
 #include "analyzer/compare/align.h"
 #include "analyzer/compare/result.h"
-#include "analyzer/compare/scan.h"
 #include "analyzer/compare/thresholds.h"
+#include "analyzer/compare/windows.h"
 
 namespace acc::analyzer {
 
@@ -28,18 +30,23 @@ struct StreamCounters {
 };
 
 struct StreamJob {
-  const ScannedRank* side0 = nullptr;
-  const ScannedRank* side1 = nullptr;
-  const std::vector<AlignedPair>* pairs = nullptr;  // what to compare
+  std::string file0, file1;  // the two records.acc ("": unreadable, nothing is read)
+  // The windows in order, nullptr after the last; called from the
+  // pipeline's aligning thread.
+  std::function<std::shared_ptr<const AlignedWindow>()> next_window;
+  // Pairs held at once (their windows' metadata and join entries): the
+  // aligning thread waits beyond this.
+  uint64_t max_pairs_in_flight = uint64_t(1) << 16;
   const Thresholds* thresholds = nullptr;
   unsigned threads = 1;
   uint64_t memory_budget = uint64_t(1) << 30;
   // Called about every 100 ms from the calling thread while it waits.
   std::function<void()> tick;
-  // Called once per pair compared, with its index in `pairs` and its tensor
-  // pairs, from the worker threads, in the order pairs complete (about file
-  // order). A pair whose records could not be read again is never delivered.
-  std::function<void(size_t pair, std::vector<TensorPair>&& tensors)> deliver;
+  // Called once per pair, with its position (AlignedWindow::first_pair + k)
+  // and its tensor pairs, from the worker and reader threads, in the order
+  // pairs complete (about file order). A pair whose records could not be
+  // read again comes without tensors (and is counted in `problems`).
+  std::function<void(uint64_t pair, std::vector<TensorPair>&& tensors)> deliver;
 };
 
 // Problems (unreadable records) are appended to `problems`.

@@ -23,6 +23,8 @@ nlohmann::json metric(const TensorMetrics& m, double v) {
 CompareCounts countResult(const CompareResult& r) {
   CompareCounts c;
   for (const UnmatchedRecord& u : r.unmatched) (u.side == 0 ? c.unmatched0 : c.unmatched1)++;
+  c.unmatched0 += r.unmatched_not_listed[0];
+  c.unmatched1 += r.unmatched_not_listed[1];
   forEachRecord(r, [&](size_t, const RecordComparison& rc) {
     ++c.matched;
     (rc.verdict == Verdict::Fail ? c.records_fail : rc.verdict == Verdict::Warn ? c.records_warn : c.records_pass)++;

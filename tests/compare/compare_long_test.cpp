@@ -59,10 +59,13 @@ TEST(LongRuns, AMillionRecordsCompareWithinTheMemoryBoundIntoUsableReports) {
   EXPECT_EQ(s["first_divergence"]["name"], "aten::layer_norm.500.fwd") << s["first_divergence"].dump(2);
   EXPECT_EQ(s["first_divergence"]["step"], kPartingStep);
   EXPECT_TRUE(s["first_divergence"]["origin"].get<bool>());
-  // The whole process, report writers included, stayed within --memory-mb.
+  // The whole process, report writers included, stayed within --memory-mb,
+  // and well below what holding both runs' metadata would take (compare
+  // aligns a window of steps at a time: 2 M records take what 1 M take,
+  // bench/compare_long.py).
   const uint64_t peak = s["counts"]["peak_memory_bytes"].get<uint64_t>();
   EXPECT_GT(peak, 0u);
-  EXPECT_LT(peak, uint64_t(512) << 20) << "peak memory " << (peak >> 20) << " MiB";
+  EXPECT_LT(peak, uint64_t(200) << 20) << "peak memory " << (peak >> 20) << " MiB";
 
   // The spilled rows are gone: OUT holds the reports alone.
   std::set<std::string> entries;

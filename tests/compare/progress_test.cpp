@@ -28,7 +28,6 @@ std::string linesOf(const std::function<void(ProgressReporter&)>& updates) {
 TEST(Progress, StatisticsOnlyComparisonsCountRecordsPerSecond) {
   const std::string text = linesOf([](ProgressReporter& r) {
     CompareProgress p;
-    p.scanning = false;
     p.pairs_done = 50000;
     p.pairs_total = 100000;
     p.seconds = 12;
@@ -41,7 +40,6 @@ TEST(Progress, StatisticsOnlyComparisonsCountRecordsPerSecond) {
 TEST(Progress, TensorDataComparisonsCountBytes) {
   const std::string text = linesOf([](ProgressReporter& r) {
     CompareProgress p;
-    p.scanning = false;
     p.pairs_done = 10;
     p.pairs_total = 40;
     p.bytes_done = 1000;
