@@ -4,9 +4,10 @@ most 60 s on 2 cores, memory bounded).
 
 Writes two synthetic recordings of each size with acc-synthetic-recording
 (no torch: a chain of forward ops and their backward records, 2,000 records
-a step; in the second run forward op 500 is off by 1e-3 from the middle step
-on, so the runs part half-way and every later record fails, as two devices'
-runs do), compares them with the default reports (summary.json, report.csv,
+a step, a tensor read again recorded as a reference to the content that
+produced it, as the recorder writes them; in the second run forward op 500
+is off by 1e-3 from the middle step on, so the runs part half-way and every
+later record fails, as two devices' runs do), compares them with the default reports (summary.json, report.csv,
 report.xlsx, report.html) and prints one row per size: wall and CPU time,
 records per second (of one side), peak memory (summary.json's
 peak_memory_bytes: the analyzer process at its largest, reports included)

@@ -9,7 +9,9 @@
 // weight of its own (updated every step), and writes one output; then the
 // K/2 backward records of those ops in reverse order. Statistics are
 // deterministic functions of (step, op, tensor), and a tensor read again is
-// the same content (same checksum), as in a real recording. --wrong-op I
+// the same content (same checksum), recorded as a reference to the record
+// that produced it (format v4 content ids, numbered in order, as the
+// recorder's ACC_DEDUP default writes them; level 1). --wrong-op I
 // makes forward op I of every step (from step S on with --wrong-from-step:
 // a long run whose runs part late) a kernel off by 1e-3: its output and
 // everything computed from it after differ from the run without it, as two
@@ -118,12 +120,30 @@ int main(int argc, char** argv) {
   const char* ops[] = {"aten::linear", "aten::gelu", "aten::layer_norm", "aten::add", "aten::mul", "aten::softmax"};
   uint64_t index = 0;
   std::string bytes;
+  // Format v4 content ids, as the recorder numbers them: 1, 2, ... in the
+  // order contents are first recorded. A reference repeats the tensor's
+  // metadata and flags; its values are those of the content it names.
+  uint64_t contents = 0, defined = 0, referenced = 0;
+  auto define = [&](acc::format::Tensor t) {
+    if (o.level < 1) return t;
+    t.content = ++contents;
+    ++defined;
+    return t;
+  };
+  auto refer = [&](acc::format::Tensor t, uint64_t content) {
+    if (o.level < 1 || content == 0) return t;
+    t.content = content;
+    t.content_ref = true;
+    ++referenced;
+    return t;
+  };
   // Content ids: (step, op, slot) -> one 64-bit id; the seed tells runs apart
   // only where --wrong-op makes them differ.
   auto id = [&](uint64_t step, uint64_t op, uint64_t slot) { return mix((step << 40) ^ (op << 8) ^ slot ^ o.seed); };
   for (uint64_t step = 0; index < o.records; ++step) {
     // Error each forward op's output carries: from the wrong op on, in every step.
     std::vector<double> carried(forward, 0);
+    uint64_t output = 0;  // content id of the last forward output
     for (uint64_t i = 0; i < forward && index < o.records; ++i) {
       acc::format::OpRecord r;
       r.index = index++;
@@ -135,14 +155,22 @@ int main(int argc, char** argv) {
       r.module = "layers." + std::to_string(i / 6);
       const double in = i == 0 ? 0 : carried[i - 1];
       carried[i] = static_cast<int64_t>(i) == o.wrong_op && step >= o.wrong_from_step ? 1e-3 : in;
-      r.tensors.push_back(tensor(Role::Input, 0, i == 0 ? id(step, 0, 9) : id(step, i - 1, 1), in, o.level));
-      r.tensors.push_back(tensor(Role::Input, 1, id(step, i, 2), 0, o.level));  // the op's weight
-      r.tensors.push_back(tensor(Role::Output, 0, id(step, i, 1), carried[i], o.level));
+      // Input 0 is op i-1's output; the batch (op 0's input) and each
+      // step's updated weight are new contents.
+      if (i == 0) {
+        r.tensors.push_back(define(tensor(Role::Input, 0, id(step, 0, 9), in, o.level)));
+      } else {
+        r.tensors.push_back(refer(tensor(Role::Input, 0, id(step, i - 1, 1), in, o.level), output));
+      }
+      r.tensors.push_back(define(tensor(Role::Input, 1, id(step, i, 2), 0, o.level)));  // the op's weight
+      r.tensors.push_back(define(tensor(Role::Output, 0, id(step, i, 1), carried[i], o.level)));
+      output = r.tensors.back().content;
       bytes.clear();
       acc::format::encode(r, bytes);
       sink.add(bytes);
       if (sink.pending() >= (1 << 20)) sink.flush();
     }
+    uint64_t grad = 0;  // content id of the last gradient out
     for (uint64_t k = forward; k-- > 0 && index < o.records;) {
       acc::format::OpRecord r;
       r.index = index++;
@@ -156,8 +184,12 @@ int main(int argc, char** argv) {
       r.has_module = true;
       r.module = "layers." + std::to_string(k / 6);
       const double e = carried[forward - 1];  // the loss carries the last output's error back
-      r.tensors.push_back(tensor(Role::GradIn, 0, id(step, k + 1, 3), e, o.level));
-      r.tensors.push_back(tensor(Role::GradOut, 0, id(step, k, 3), e, o.level));
+      // The gradient in is the previous backward record's gradient out
+      // (the loss's, a new content, for the first).
+      acc::format::Tensor in = tensor(Role::GradIn, 0, id(step, k + 1, 3), e, o.level);
+      r.tensors.push_back(grad ? refer(in, grad) : define(in));
+      r.tensors.push_back(define(tensor(Role::GradOut, 0, id(step, k, 3), e, o.level)));
+      grad = r.tensors.back().content;
       bytes.clear();
       acc::format::encode(r, bytes);
       sink.add(bytes);
@@ -174,7 +206,8 @@ int main(int argc, char** argv) {
                              {"torch_version", "synthetic"},
                              {"devices", {"cpu"}},
                              {"config", {{"level", o.level}}},
-                             {"counts", {{"recorded", index}, {"written", index}, {"dropped", 0}, {"lost_io", 0}}}};
+                             {"counts", {{"recorded", index}, {"written", index}, {"dropped", 0}, {"lost_io", 0}}},
+                             {"contents", {{"defined", defined}, {"referenced", referenced}}}};
   std::ofstream(rank / "manifest.json") << manifest.dump(2) << "\n";
   std::printf("wrote %llu records to %s\n", static_cast<unsigned long long>(index), file.c_str());
   return 0;

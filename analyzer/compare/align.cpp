@@ -105,7 +105,6 @@ RecordMeta recordMeta(const format::OpRecord& r) {
     h = mix(h, t.item);
     h = mix(h, t.shape.size());
     for (int64_t d : t.shape) h = mix(h, static_cast<uint64_t>(d));
-    if (t.has_data) m.data_bytes += t.numel() * format::dtypeSize(t.dtype);
     m.off_cpu = m.off_cpu || offCpu(t);
     const bool produced = t.role == format::Role::Output || t.role == format::Role::GradOut;
     if (produced && t.has_stats && m.output_checksum == 0) m.output_checksum = t.stats.checksum;

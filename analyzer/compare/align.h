@@ -15,8 +15,9 @@
 namespace acc::analyzer {
 
 // What alignment (and later reporting) needs of a record: no tensor data,
-// its strings interned (compare holds one per record of both recordings).
-// Fields ordered for size: 80 bytes.
+// its strings interned (compare holds one per record of the windows it is
+// aligning and comparing: analyzer/compare/windows.h).
+// Fields ordered for size: 72 bytes.
 struct RecordMeta {
   uint64_t index = 0;
   Interned name, op, grad_fn, forward_name;
@@ -28,7 +29,6 @@ struct RecordMeta {
   uint64_t stack_id = 0;
   uint64_t op_key = 0;     // hash of (op, pass)
   uint64_t shape_key = 0;  // hash of every tensor's (role, position, item, shape)
-  uint64_t data_bytes = 0; // tensor data it holds (level 2)
   // The checksum of what it produced first (output 0; a backward node's
   // first gradient out), 0 when not recorded: what an unmatched record
   // hands to the record it feeds (compare's "fed by").

@@ -1,8 +1,9 @@
 // compareRecordings(): the whole comparison of two recordings, without the
-// reports. Two passes over each records file: metadata only (align), then
-// streaming with data (metrics), the judged rows spilled to disk as they
-// come, so tensor data held stay within `memory_budget` and rows on disk
-// whatever the size of the recordings.
+// reports. Each records file is read twice at once: its metadata a window
+// of steps ahead (aligned window by window), and its data behind (metrics),
+// the judged rows spilled to disk as they come, so tensor data held stay
+// within `memory_budget`, metadata within a few windows and rows on disk,
+// whatever the length of the recordings.
 #pragma once
 
 #include <cstdint>

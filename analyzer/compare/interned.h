@@ -1,8 +1,8 @@
 // Strings interned for the life of the process. compare holds a record of
-// metadata per record of both recordings while it aligns them; records
-// repeat their op, name (op numbers restart every step), module and node
-// names step after step, so a million records hold a few thousand distinct
-// strings, each stored once and named by a 4-byte id.
+// metadata per record of a few windows of steps while it aligns them;
+// records repeat their op, name (op numbers restart every step), module and
+// node names step after step, so a million records hold a few thousand
+// distinct strings, each stored once and named by a 4-byte id.
 #pragma once
 
 #include <cstdint>

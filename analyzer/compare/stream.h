@@ -36,7 +36,7 @@ struct StreamJob {
   std::function<std::shared_ptr<const AlignedWindow>()> next_window;
   // Pairs held at once (their windows' metadata and join entries): the
   // aligning thread waits beyond this.
-  uint64_t max_pairs_in_flight = uint64_t(1) << 16;
+  uint64_t max_pairs_in_flight = uint64_t(1) << 14;
   const Thresholds* thresholds = nullptr;
   unsigned threads = 1;
   uint64_t memory_budget = uint64_t(1) << 30;

@@ -102,7 +102,9 @@ std::shared_ptr<AlignedWindow> WindowAligner::next() {
   Alignment al = alignRank(w->m0, w->m1, limits_.max_cells);
   if (chunk && !al.pairs.empty()) {
     // What a chunk leaves unpaired after its last pair goes back to be
-    // aligned with the next chunk, in file order, ahead of the rest.
+    // aligned with the next chunk, in file order, ahead of the rest; at
+    // most half a chunk, so that each chunk settles at least half of its
+    // records (runs that hardly pair stay linear).
     uint32_t last[2] = {al.pairs.back().i0, 0};
     for (const AlignedPair& p : al.pairs) last[1] = std::max(last[1], p.i1);
     std::vector<uint32_t>* only[2] = {&al.only0, &al.only1};
@@ -112,6 +114,7 @@ std::shared_ptr<AlignedWindow> WindowAligner::next() {
       for (uint32_t i : *only[k]) {
         if (after(i)) carried.push_back(items[k][i]);
       }
+      if (carried.size() > items[k].size() / 2) continue;
       only[k]->erase(std::remove_if(only[k]->begin(), only[k]->end(), after), only[k]->end());
       if (carried.empty()) continue;
       std::sort(carried.begin(), carried.end(),

@@ -41,7 +41,7 @@ class WindowAligner {
  public:
   using Source = std::function<bool(MetaItem&)>;  // the next record in file order; false at the end
   struct Limits {
-    size_t max_records = size_t(1) << 16;  // a window's records a side (~5 MB)
+    size_t max_records = size_t(1) << 14;  // a window's records a side (1.3 MB of metadata)
     size_t lag = 4096;
     size_t max_cells = size_t(64) << 20;   // alignRank's
   };
