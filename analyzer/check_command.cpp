@@ -270,7 +270,7 @@ int checkCommand(const std::vector<std::string>& argv) {
   for (const RankRecording& r : ranks) progress.pairs_total += expectedRecords(r);
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   auto tick = [&] {
-    progress.seconds = progress.comparing_seconds = elapsed();
+    progress.seconds = elapsed();
     if (progress.pairs_done > progress.pairs_total) progress.pairs_total = progress.pairs_done;
     reporter.update(progress);
   };

@@ -163,10 +163,12 @@ ReadDamage forEachRecord(const std::string& file, const std::function<void(const
   return damage;
 }
 
+std::string recordsFile(const RankRecording& rank) { return (fs::path(rank.dir) / kRecordsFile).string(); }
+
 ReadDamage readRecords(const RankRecording& rank, const ReadOptions& options,
                        const std::function<void(format::OpRecord&&)>& on_op,
                        std::map<uint64_t, format::StackRecord>& stacks) {
-  return forEachRecord((fs::path(rank.dir) / kRecordsFile).string(),
+  return forEachRecord(recordsFile(rank),
                        [&](const RawRecord& record) {
                          if (record.kind == format::RecordKind::Op) {
                            on_op(record.decodeOp(options.with_data));

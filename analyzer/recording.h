@@ -32,6 +32,9 @@ struct RankRecording {
 // Throws InputError when `path` holds no recording.
 std::vector<RankRecording> openRecording(const std::string& path);
 
+// The rank's records file (DIR/records.acc).
+std::string recordsFile(const RankRecording& rank);
+
 struct ReadDamage {
   uint64_t corrupt_frames = 0;
   uint64_t corrupt_records = 0;

@@ -1,6 +1,5 @@
 #include "analyzer/replay_inputs.h"
 
-#include <filesystem>
 #include <map>
 
 namespace acc::analyzer {
@@ -54,7 +53,7 @@ ReadDamage forEachReplayItem(const RankRecording& rank, const std::function<bool
   // current and the previous step: backward runs in its forward's step).
   std::map<std::pair<int64_t, std::string>, format::OpRecord> forward;
   int64_t step = INT64_MIN;
-  return forEachRecord((std::filesystem::path(rank.dir) / "records.acc").string(), [&](const RawRecord& raw) {
+  return forEachRecord(recordsFile(rank), [&](const RawRecord& raw) {
     if (raw.kind == format::RecordKind::Stack && stacks) {
       format::StackRecord st = format::decodeStack(raw.body);
       (*stacks)[st.id] = std::move(st);

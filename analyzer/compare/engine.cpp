@@ -3,7 +3,6 @@
 #include <cstdint>
 #include <algorithm>
 #include <cctype>
-#include <filesystem>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -147,7 +146,7 @@ CompareResult compareRecordings(const CompareOptions& options) {
       aligned += o.pairs.load();
     }
     progress.pairs_total = std::max(expected_pairs, aligned);
-    progress.seconds = progress.comparing_seconds = elapsed();
+    progress.seconds = elapsed();
     options.progress(progress);
   };
   auto comparePlan = [&](size_t k) {
@@ -186,8 +185,8 @@ CompareResult compareRecordings(const CompareOptions& options) {
     StreamJob job;
     const bool both = streams[0] && streams[1] && streams[0]->readable() && streams[1]->readable();
     if (both) {
-      job.file0 = (std::filesystem::path(plan.a->dir) / "records.acc").string();
-      job.file1 = (std::filesystem::path(plan.b->dir) / "records.acc").string();
+      job.file0 = recordsFile(*plan.a);
+      job.file1 = recordsFile(*plan.b);
     }
     job.next_window = [&]() -> std::shared_ptr<const AlignedWindow> {
       std::shared_ptr<AlignedWindow> w = aligner.next();

@@ -26,7 +26,6 @@ struct CompareProgress {
   // (0: the fraction done counts records).
   uint64_t bytes_done = 0, bytes_total = 0;
   double seconds = 0;                        // since the start
-  double comparing_seconds = 0;              // since the comparing started
   bool writing = false;                      // then the reports: pairs_done of pairs_total written
 };
 

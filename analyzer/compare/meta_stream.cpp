@@ -1,7 +1,6 @@
 #include "analyzer/compare/meta_stream.h"
 
 #include <algorithm>
-#include <filesystem>
 
 #include "format/bytes.h"
 
@@ -12,6 +11,11 @@ namespace {
 // stays at most this many batches ahead: a few thousand records.
 constexpr size_t kBatch = 512;
 constexpr size_t kBatchesAhead = 8;
+
+// A records file that cannot be read at all.
+std::string notCompared(const RankRecording& rank, const char* why) {
+  return std::string(why) + " (rank " + std::to_string(rank.rank) + " not compared)";
+}
 
 }  // namespace
 
@@ -30,16 +34,16 @@ std::vector<std::string> StackTable::frames(uint64_t id) const {
 }
 
 MetaStream::MetaStream(const RankRecording& rank) {
-  const std::string file = (std::filesystem::path(rank.dir) / "records.acc").string();
+  const std::string file = recordsFile(rank);
   try {
     format::FrameReader probe(file);  // a clear error now rather than on the thread
   } catch (const format::FormatError& e) {
     readable_ = false;
     done_ = true;
-    problem_ = std::string(e.what()) + " (rank " + std::to_string(rank.rank) + " not compared)";
+    problem_ = notCompared(rank, e.what());
     return;
   }
-  thread_ = std::thread([this, rank] { readAll(rank); });
+  thread_ = std::thread([this, rank, file] { readAll(rank, file); });
 }
 
 MetaStream::~MetaStream() {
@@ -51,13 +55,12 @@ MetaStream::~MetaStream() {
   if (thread_.joinable()) thread_.join();
 }
 
-void MetaStream::readAll(const RankRecording& rank) {
+void MetaStream::readAll(const RankRecording& rank, const std::string& file) {
   std::string problem;
   std::vector<MetaItem> batch;
   batch.reserve(kBatch);
   uint64_t ordinal = 0;
   try {
-    const std::string file = (std::filesystem::path(rank.dir) / "records.acc").string();
     ReadDamage damage = forEachRecord(file, [&](const RawRecord& record) {
       if (record.kind == format::RecordKind::Stack) {
         stacks_.add(format::decodeStack(record.body));
@@ -74,7 +77,7 @@ void MetaStream::readAll(const RankRecording& rank) {
     if (damage.any()) problem = damage.describe(file);
   } catch (const Stopped&) {
   } catch (const InputError& e) {
-    problem = std::string(e.what()) + " (rank " + std::to_string(rank.rank) + " not compared)";
+    problem = notCompared(rank, e.what());
   }
   std::lock_guard<std::mutex> lock(mutex_);
   if (!batch.empty()) batches_.push_back(std::move(batch));

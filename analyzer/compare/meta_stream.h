@@ -21,8 +21,8 @@ namespace acc::analyzer {
 struct MetaItem {
   RecordMeta meta;
   // Its place among the file's op records, counted as forEachRecord meets
-  // them (damaged ones included): pass 2's readers count the same way, so
-  // the ordinal names the record in both passes.
+  // them (damaged ones included): the data readers (stream.h) count the
+  // same way, so the ordinal names the record for both readers.
   uint64_t ordinal = 0;
 };
 
@@ -59,7 +59,7 @@ class MetaStream {
 
  private:
   struct Stopped {};
-  void readAll(const RankRecording& rank);
+  void readAll(const RankRecording& rank, const std::string& file);
   void handOver(std::vector<MetaItem>& batch);
 
   bool readable_ = true;

@@ -33,7 +33,7 @@ void ProgressReporter::update(const CompareProgress& p) {
     const double done = p.bytes_total > 0 ? static_cast<double>(p.bytes_done) : static_cast<double>(p.pairs_done);
     const double total = p.bytes_total > 0 ? static_cast<double>(p.bytes_total) : static_cast<double>(p.pairs_total);
     fraction = total > 0 ? std::min(1.0, done / total) : 1.0;
-    const double seconds = p.comparing_seconds > 0 ? p.comparing_seconds : 0;
+    const double seconds = p.seconds > 0 ? p.seconds : 0;
     if (by_bytes) {
       std::snprintf(text, sizeof text, "%s  %llu/%llu records  %s  %s/s", p.action,
                     static_cast<unsigned long long>(p.pairs_done), static_cast<unsigned long long>(p.pairs_total),

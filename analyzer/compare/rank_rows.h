@@ -1,6 +1,6 @@
-// One rank pair's rows, judged as its pairs come out of pass 2 and spilled
-// to disk at once (analyzer/compare/record_spill.h), so that compare holds
-// no more of them than a small reorder window and the few it must refer to
+// One rank pair's rows, judged as its pairs come out of the comparison and
+// spilled to disk at once (analyzer/compare/record_spill.h), so that compare
+// holds no more of them than a small reorder window and the few it must refer to
 // later: origins, replay candidates, the first failing record.
 //
 // Pairs complete in about file order; they are put back into execution

@@ -26,7 +26,10 @@
 namespace acc::analyzer {
 
 struct AlignedWindow {
-  std::vector<RecordMeta> m0, m1;            // its records of each side, execution order
+  // Its records of each side, execution order. A chunk's records carried
+  // into the next window are here and there again; they are settled (in
+  // `pairs` or `only`) by the window that pairs or gives them up.
+  std::vector<RecordMeta> m0, m1;
   std::vector<uint64_t> ordinal0, ordinal1;  // their MetaItem::ordinal
   std::vector<AlignedPair> pairs;            // selected pairs (--op), DIR0's execution order
   std::vector<uint32_t> only0, only1;        // selected records without a partner
