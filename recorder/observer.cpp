@@ -73,9 +73,12 @@ struct ThreadState {
   std::string last_device;
 
   ~ThreadState() {
-    // A node whose hook never ran (its backward threw) still gets recorded.
+    // A node whose hook never ran is recorded when its backward pass ends
+    // (onEnd). One still here belongs to a thread that left mid-pass; at
+    // exit the encoder's thread-local buffer may already be gone, so it is
+    // counted, not written.
     Session* s = Session::active();
-    if (pending && s != nullptr) finishRecord(*s, std::move(pending));
+    if (pending && s != nullptr) s->counts().capture_errors.fetch_add(1, std::memory_order_relaxed);
   }
 };
 thread_local ThreadState tls;
@@ -531,6 +534,9 @@ void onEnd(const at::RecordFunction& fn, at::ObserverContext* base) {
   Session* s = Session::active();
   if (s == nullptr) return;
   try {
+    // The backward pass is over (or a node threw and unwound it): a node
+    // whose post hook never ran is recorded with what it has.
+    if (ctx->engine_scope && tls.engine_depth == 0) flushPending(*s);
     if (ctx->optimizer_step) {
       s->advanceStep();
     } else if (ctx->named && fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {

@@ -142,6 +142,19 @@ at::Tensor tensorFromRecord(const format::Tensor& t) {
   return out;
 }
 
+at::Tensor withRecordedLayout(const at::Tensor& t, const format::Tensor& recorded) {
+  if (recorded.strides.size() != static_cast<size_t>(t.dim()) || t.strides() == at::IntArrayRef(recorded.strides) ||
+      t.numel() < 2) {
+    return t;
+  }
+  // Only layouts whose elements each have one place (no expanded or
+  // overlapping strides): copy_ fills them element for element.
+  at::Tensor out = at::empty_strided(t.sizes(), recorded.strides, t.options());
+  if (!out.is_non_overlapping_and_dense()) return t;
+  out.copy_(t);
+  return out;
+}
+
 Arguments buildArguments(const format::OpRecord& r, const c10::FunctionSchema& schema, const BuildOptions& options) {
   const bool promote = options.promote;
   const int round_mantissa = options.round_mantissa;
@@ -160,6 +173,7 @@ Arguments buildArguments(const format::OpRecord& r, const c10::FunctionSchema& s
     }
     if (promote && t.is_floating_point()) t = t.to(at::kDouble);
     if (promote && t.is_complex()) t = t.to(at::kComplexDouble);
+    t = withRecordedLayout(t, recorded);
     if (options.grad && (t.is_floating_point() || t.is_complex())) {
       if (options.no_grad.count(argument)) {
         out.floating.push_back(t);

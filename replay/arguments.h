@@ -24,6 +24,12 @@ std::optional<std::string> notReplayable(const format::OpRecord& r, const c10::F
 // Throws std::runtime_error when the tensor has no data.
 at::Tensor tensorFromRecord(const format::Tensor& t);
 
+// `t` laid out with the recorded tensor's strides when they describe another
+// dense layout (channels_last, a transpose): a kernel may take another path
+// for it (NHWC batch norm sums in another order), and what the CPU kernel
+// shows on the same inputs must be that path's. Otherwise `t` itself.
+at::Tensor withRecordedLayout(const at::Tensor& t, const format::Tensor& recorded);
+
 struct Arguments {
   torch::jit::Stack stack;
   // Floating-point tensor arguments in argument order (list items in item

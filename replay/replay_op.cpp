@@ -153,7 +153,7 @@ format::OpRecord runBackward(const format::OpRecord& fwd, const format::OpRecord
     at::Tensor grad = tensorFromRecord(*g->second);
     // The backward products' factors are the incoming gradients too.
     if (round_mantissa && grad.scalar_type() == at::kFloat) roundMantissa(grad.data_ptr<float>(), grad.numel(), round_mantissa);
-    grad = grad.to(t.scalar_type());
+    grad = withRecordedLayout(grad.to(t.scalar_type()), *g->second);
     if (grad.sizes() != t.sizes()) throw NotReplayable("its incoming gradients do not match the forward op's outputs");
     outputs.push_back(t);
     grads.push_back(grad);

@@ -16,6 +16,7 @@ void judgeAtAllowedPrecision(RecordComparison& r, const RecordMeta& m0, const nl
   const Precision cap = a.mantissa_bits <= 7 ? Precision::BFloat16 : Precision::Float16;
   const std::string label = a.name + ", allowed by " + (&a == &a0 ? "DIR0's " : "DIR1's ") + a.setting;
   for (TensorPair& p : r.tensors) {
+    if (!consumes(r, p)) p.allowed_precision = static_cast<uint8_t>(cap);
     if (consumes(r, p) || p.verdict == Verdict::Pass || !p.metrics.compared || p.uninitialized) continue;
     judge(p, thresholds, cap, label);
     if (p.verdict == Verdict::Pass) p.reason = "passes at " + label;

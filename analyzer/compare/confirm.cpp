@@ -25,7 +25,7 @@ void confirmByReplay(std::vector<RecordComparison>& records, const RankRecording
   std::vector<size_t> candidates;
   size_t skipped = 0;
   for (size_t k = 0; k < records.size(); ++k) {
-    if (!records[k].origin || failsOnStatistics(records[k])) continue;
+    if (!(records[k].origin || records[k].screened) || failsOnStatistics(records[k])) continue;
     if (candidates.size() < limit) candidates.push_back(k);
     else ++skipped;
   }

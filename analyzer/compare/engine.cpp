@@ -269,10 +269,19 @@ CompareResult compareRecordings(const CompareOptions& options) {
                              std::to_string(rows.candidates_skipped) + " candidate origin(s) beyond --replay-limit " +
                              std::to_string(options.replay_limit) + " were not replayed (judged by the ratio rule)");
     }
+    if (rows.screened_skipped) {
+      result.notes.push_back("rank " + std::to_string(plans[k].rank) + ": " + std::to_string(rows.screened_skipped) +
+                             " output(s) below the fail threshold but beyond what their inputs explain were not "
+                             "replayed (--replay-limit " + std::to_string(options.replay_limit) + ")");
+    }
     for (size_t o : rows.origins) {
       auto kept = rows.kept.find(o);
       // Replay may have shown a candidate to amplify its inputs' error.
       if (kept == rows.kept.end() || kept->second.origin) result.origins.push_back(offset + o);
+    }
+    // Screened records replay found wrong are origins too.
+    for (size_t o : rows.screened) {
+      if (rows.kept.at(o).origin) result.origins.push_back(offset + o);
     }
     result.origins_not_kept += rows.origins_not_kept;
     for (auto& [position, record] : rows.kept) result.kept[offset + position] = std::move(record);

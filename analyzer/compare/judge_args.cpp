@@ -40,6 +40,12 @@ void addJudgeOptions(CLI::App& app, JudgeArgs& a) {
     a.thresholds.origin_factor = x;
     return "";
   });
+  addChecked(app, "--kernel-factor", [&a](const std::string& v) -> std::string {
+    double x = 0;
+    if (!parseNumber(v, x) || x < 1) return "--kernel-factor: '" + v + "' is not a number >= 1";
+    a.thresholds.kernel_factor = x;
+    return "";
+  });
   for (const std::string& flag : thresholdFlags()) {
     addChecked(app, flag, [&a, flag](const std::string& v) { return applyThresholdFlag(a.thresholds, flag, v); });
   }

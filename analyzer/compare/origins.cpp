@@ -17,6 +17,12 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 bool hasValues(const TensorPair& p) { return p.has_stats0 && p.has_stats1; }
 
+uint64_t elementsOf(const std::vector<int64_t>& shape) {
+  uint64_t n = 1;
+  for (int64_t d : shape) n *= static_cast<uint64_t>(d < 0 ? 0 : d);
+  return n;
+}
+
 // Two tensors with the same contents on both sides (checksums, dtypes,
 // element count) hold the same values: how uninitialized memory is followed
 // from one record to the next.
@@ -71,7 +77,75 @@ double denominatorSpread(const RecordComparison& forward) {
   return spread;
 }
 
+std::string baseName(const std::string& op) {
+  const size_t colon = op.rfind(':');
+  return colon == std::string::npos ? op : op.substr(colon + 1);
+}
+
+// Level 1, inputs that differ: an op is named only when its outputs'
+// statistics differ this many times more than its inputs' (below, it "may
+// amplify"; docs/METRICS.md).
+constexpr double kStatisticsAmplification = 100;
+
+// compare screens an output for replay once it is this many times further
+// apart than anything its record consumes (and beyond the kernel floor).
+constexpr double kScreenFactor = 2;
+
+// Every input the record consumes holds the same bits on both sides (and it
+// consumes at least one): whatever its outputs' difference, its kernel made it.
+bool inputsBitIdentical(const RecordComparison& r) {
+  bool any = false;
+  for (const TensorPair& p : r.tensors) {
+    if (!consumes(r, p)) continue;
+    if (!hasValues(p) || !p.metrics.compared || !p.metrics.from_stats || !p.metrics.checksum_equal) return false;
+    any = true;
+  }
+  return any;
+}
+
+// Level 1, inputs bit-identical: an output whose statistics differ by more
+// than identical_inputs_floor units of roundoff comes from another
+// computation, whatever the fixed threshold (a bf16 kernel 3 % off is ~8
+// units; two correct kernels round within 1 or 2 of each other).
+// Returns whether a tensor now fails.
+bool judgeIdenticalInputs(RecordComparison& r, const Thresholds& t) {
+  bool fails = false;
+  for (TensorPair& p : r.tensors) {
+    if (consumes(r, p) || p.verdict == Verdict::Fail || p.uninitialized || !p.metrics.compared ||
+        !p.metrics.from_stats || p.metrics.checksum_equal || std::isnan(p.metrics.stat_error)) {
+      continue;
+    }
+    const Precision precision = judgedPrecision(p);
+    const double u = t.of(precision).roundoff;
+    if (u <= 0 || !(p.metrics.stat_error > t.identicalInputsFloor(precision))) continue;
+    char text[160];
+    std::snprintf(text, sizeof text, "statistics error %.3g (%.3g units of roundoff) from bit-identical inputs",
+                  p.metrics.stat_error, p.metrics.stat_error / u);
+    p.verdict = Verdict::Fail;
+    p.reason = text;
+    fails = true;
+  }
+  return fails;
+}
+
 }  // namespace
+
+bool isViewOp(const std::string& op, format::Pass pass) {
+  // Views and aliases compute nothing (a view's backward reshapes the
+  // gradient back); a device's stride bug shows in the op that reads them.
+  static const std::set<std::string> kReshapes = {
+      "view", "_unsafe_view", "view_as", "reshape", "reshape_as", "flatten", "unflatten", "t", "t_",
+      "transpose", "transpose_", "permute", "squeeze", "squeeze_", "unsqueeze", "unsqueeze_", "movedim",
+      "moveaxis", "swapaxes", "swapdims", "alias", "detach", "detach_", "view_as_real", "view_as_complex",
+      "_reshape_alias", "numpy_T", "mT", "mH", "adjoint", "lift_fresh"};
+  static const std::set<std::string> kViews = {
+      "select", "slice", "narrow", "as_strided", "expand", "expand_as", "unfold", "diagonal", "split",
+      "split_with_sizes", "unsafe_split", "chunk", "unbind", "tensor_split", "hsplit", "vsplit", "dsplit",
+      "real", "imag", "indices", "values", "crow_indices", "col_indices", "_indices", "_values"};
+  const std::string base = baseName(op);
+  if (kReshapes.count(base)) return true;
+  return pass == format::Pass::Forward && kViews.count(base);
+}
 
 bool consumes(const RecordComparison& r, const TensorPair& p) {
   return r.pass == format::Pass::Forward ? p.role == format::Role::Input : p.role == format::Role::GradIn;
@@ -172,7 +246,14 @@ void OriginJudge::judge(RecordComparison& r) {
       r.input_error = std::max({r.input_error, fwd->input_error, fwd->output_error});
     }
   }
+  // Backward records: the forward's saved tensors must agree too.
+  if (r.input_error == 0 && inputsBitIdentical(r) && judgeIdenticalInputs(r, thresholds_)) {
+    output_fails = true;
+    r.verdict = Verdict::Fail;
+  }
   r.origin = output_fails && r.output_error > thresholds_.origin_factor * r.input_error;
+  r.screened = false;
+  if (isViewOp(r.op, r.pass)) r.origin = false;  // it computes nothing: error it shows came in with its input
   if (r.origin && isCollectiveRecord(r)) {
     // What its inputs lack came in with another rank's contribution.
     r.origin = false;
@@ -195,6 +276,84 @@ void OriginJudge::judge(RecordComparison& r) {
                   "tell amplification from a wrong kernel",
                   std::isfinite(spread) ? std::to_string(std::log10(spread)).substr(0, 4).c_str() : "more than 300");
     r.replay.reason = text;
+  }
+  if (r.origin && failsOnStatistics(r) && r.pass == format::Pass::Backward) sumsMayAmplify(r);
+  if (r.origin && failsOnStatistics(r) && r.input_error > 0 &&
+      !(r.output_error > kStatisticsAmplification * r.input_error)) {
+    // Statistics are lower bounds of the error: an input whose elements
+    // differ by 1e-3 may show 1e-5 in its norm and mean. A mask that flips
+    // where the forward's input crossed zero (relu's backward), a square
+    // (Adam's second moment) or a sum then shows far more in its output's
+    // statistics than its inputs' showed, with no kernel at fault (a thread
+    // count alone does it, by up to ~60x in torchvision models).
+    r.origin = false;
+    r.replay.state = ReplayState::MayAmplify;
+    char text[240];
+    std::snprintf(text, sizeof text,
+                  "its outputs' statistics differ %.3gx more than its inputs' (up to %.0fx is what masks, squares "
+                  "and sums of inputs that already differ show): statistics cannot tell that from a wrong kernel",
+                  r.output_error / r.input_error, kStatisticsAmplification);
+    r.replay.reason = text;
+  }
+  screen(r);
+}
+
+// Level 1, backward records: when only outputs that sum over many of the
+// values the record consumes fail (a weight or bias gradient summed over
+// batch and space, a convolution's input gradient), the sum's cancellation
+// may amplify its inputs' error, or its own rounding order, many times (a
+// thread count alone moves a BatchNorm's weight gradient by 1e-3 with
+// bit-identical inputs): statistics cannot tell that from a wrong kernel. An
+// output with as many elements as an input that fails by the ratio rule
+// still names the op.
+void OriginJudge::sumsMayAmplify(RecordComparison& r) const {
+  uint64_t largest_input = 0;
+  for (const TensorPair& p : r.tensors) {
+    if (consumes(r, p) && hasValues(p)) largest_input = std::max(largest_input, elementsOf(p.shape0));
+  }
+  double other_error = 0, worst_sum = 0;
+  bool other_fails = false;
+  uint64_t terms = 0;
+  for (const TensorPair& p : r.tensors) {
+    if (consumes(r, p)) continue;
+    const uint64_t n = elementsOf(p.shape0);
+    if (n > 0 && n < largest_input) {
+      if (carriedError(p) > worst_sum) {
+        worst_sum = carriedError(p);
+        terms = largest_input / n;
+      }
+      continue;
+    }
+    other_error = std::max(other_error, carriedError(p));
+    other_fails = other_fails || p.verdict == Verdict::Fail;
+  }
+  if (terms == 0 || (other_fails && other_error > thresholds_.origin_factor * r.input_error)) return;
+  r.origin = false;
+  r.replay.state = ReplayState::MayAmplify;
+  char text[240];
+  std::snprintf(text, sizeof text,
+                "an output sums about %llu values of a larger input%s: cancellation and summation order may "
+                "amplify error; statistics cannot tell that from a wrong kernel",
+                static_cast<unsigned long long>(terms),
+                r.input_error > 0 ? ", whose error it carries" : ", summed in an order the kernel chooses");
+  r.replay.reason = text;
+}
+
+// Level 2: an output further apart than the kernel floor and than
+// kScreenFactor x its inputs' error, though below the fail threshold, may
+// come from a kernel a few units of roundoff wrong: replay decides.
+void OriginJudge::screen(RecordComparison& r) const {
+  if (r.origin || r.replay.state != ReplayState::NotTried || isViewOp(r.op, r.pass) || isCollectiveRecord(r) ||
+      isGradientRecord(r)) {
+    return;
+  }
+  for (const TensorPair& p : r.tensors) {
+    if (consumes(r, p) || p.uninitialized || !p.metrics.compared || p.metrics.from_stats) continue;
+    const double e = carriedError(p);
+    if (e > thresholds_.kernelFloor(judgedPrecision(p)) && e > kScreenFactor * r.input_error) {
+      r.screened = true;
+      return;
+    }
   }
 }
 

@@ -22,6 +22,10 @@ namespace acc::analyzer {
 // dtype mismatches, 0 for pairs not judged (uninitialized, no values).
 double carriedError(const TensorPair& p);
 
+// Views and aliases (view, reshape, t, select, expand, detach, ...): they
+// compute nothing, so they are never origins (backward: the reshapes only).
+bool isViewOp(const std::string& op, format::Pass pass);
+
 // True for the roles a record consumes (fwd: inputs; bwd: grad_in) and
 // produces (fwd: outputs; bwd: grad_out).
 bool consumes(const RecordComparison& r, const TensorPair& p);
@@ -67,6 +71,8 @@ class OriginJudge {
     double denominator_spread = 1;  // for ops dividing by an input
   };
   void findUninitialized(RecordComparison& r);
+  void screen(RecordComparison& r) const;
+  void sumsMayAmplify(RecordComparison& r) const;
 
   const Thresholds thresholds_;
   std::set<std::pair<uint8_t, std::vector<int64_t>>> empty_shapes_;

@@ -78,6 +78,15 @@ void RankRows::emit(uint64_t k, std::vector<TensorPair>&& tensors) {
     }
     keep = keep || origins.size() <= kMaxKeptOrigins;
     if (!keep) ++origins_not_kept;
+  } else if (r.screened) {
+    // Only replay can make it an origin: beyond the limit it stays none.
+    if (candidates.size() < replay_limit_) {
+      candidates.push_back(k);
+      screened.push_back(k);
+      keep = true;
+    } else {
+      ++screened_skipped;
+    }
   }
   // Pairs come in execution order: the first failing one is the first met.
   if (first_failing == SIZE_MAX && failsFirstCandidate(r)) {

@@ -50,6 +50,8 @@ class RankRows {
   std::vector<size_t> origins;
   std::vector<size_t> candidates;  // origins replay may judge (level 2), at most the replay limit
   uint64_t candidates_skipped = 0;  // beyond the limit
+  std::vector<size_t> screened;     // candidates below the fail threshold (also in `candidates`)
+  uint64_t screened_skipped = 0;    // screened beyond the limit: not replayed, no origin
   uint64_t origins_not_kept = 0;    // beyond kMaxKeptOrigins
   size_t first_failing = SIZE_MAX;
   std::map<size_t, RecordComparison> kept;  // copies of the records at these positions

@@ -91,7 +91,7 @@ void encodeRecord(const RecordComparison& r, std::string& out) {
   format::ByteWriter w(out);
   for (const std::string* s : {&r.name, &r.name1, &r.op, &r.grad_fn, &r.module, &r.location, &r.rerecord}) w.str(*s);
   w.u8(static_cast<uint8_t>(r.has_module | r.aligned_by_sequence << 1 | r.origin << 2 | r.inherits_recorded << 3 |
-                            r.from_other_ranks << 4));
+                            r.from_other_ranks << 4 | r.screened << 5));
   w.u8(static_cast<uint8_t>(r.pass));
   w.zigzag(r.step);
   w.zigzag(r.rank);
@@ -122,6 +122,7 @@ RecordComparison decodeRecord(std::string_view bytes) {
   r.origin = flags & 4;
   r.inherits_recorded = flags & 8;
   r.from_other_ranks = flags & 16;
+  r.screened = flags & 32;
   r.pass = static_cast<format::Pass>(in.u8());
   r.step = in.zigzag();
   r.rank = in.zigzag();

@@ -60,6 +60,10 @@ struct TensorPair {
   Verdict verdict = Verdict::Pass;
   std::string reason;        // why the verdict, e.g. "rel_l2 1.2e-03 > 1e-04 (float32)"
   bool uninitialized = false;  // holds uninitialized memory: not judged (docs/METRICS.md)
+  // A matmul or conv output the runs' settings let compute at a reduced
+  // precision (TF32): that Precision's value (thresholds.h), 0 when none.
+  // Set while a record is judged, not kept in reports.
+  uint8_t allowed_precision = 0;
 };
 
 // What running a record's op again on its own recorded inputs said
@@ -71,8 +75,8 @@ enum class ReplayState : uint8_t {
   Amplifies,      // reproduced: the op amplifies the error its inputs carry
   Reproduced,     // check: the recorded output agrees with the replay
   NotReplayable,  // random, collective, no schema, no CPU kernel, ...: `reason`
-  MayAmplify,     // level 1 (no replay): a division whose denominators span so many
-                  // decades that its inputs' error explains its outputs' (`reason`)
+  MayAmplify,     // level 1 (no replay): a division, or an output summing many values, whose
+                  // inputs' error or summation order may explain its outputs' (`reason`)
 };
 // "", "confirmed", "amplifies", "reproduced", "not replayable", "may amplify"
 const char* replayStateName(ReplayState s);
@@ -113,6 +117,10 @@ struct RecordComparison {
   double input_error = 0;
   double output_error = 0;
   bool origin = false;
+  // Level 2: no tensor fails, but an output differs by more than the kernel
+  // floor and twice what its inputs carry: replay decides whether its kernel
+  // is wrong (then it fails and is an origin). Never an origin unreplayed.
+  bool screened = false;
   // Every input carrying error got it from an earlier record's output: the
   // error grew through recorded ops (a failing record that is no origin is
   // then drift, not a difference entering from outside).

@@ -176,9 +176,13 @@ nlohmann::json thresholdsJson(const Thresholds& t) {
         {"cosine_warn", jsonNumber(l.cosine_warn)},   {"cosine_fail", jsonNumber(l.cosine_fail)},
         {l.within_5e3 ? "within_5e3_warn" : "within_1e3_warn", jsonNumber(l.within_warn)},
         {"max_abs_fail", jsonNumber(l.max_abs_fail)}, {"max_rel_fail", jsonNumber(l.max_rel_fail)},
-        {"max_ulp_fail", jsonNumber(l.max_ulp_fail)}, {"small", jsonNumber(l.small)}};
+        {"max_ulp_fail", jsonNumber(l.max_ulp_fail)}, {"small", jsonNumber(l.small)},
+        {"roundoff", jsonNumber(l.roundoff)},         {"kernel_floor_roundoffs", jsonNumber(l.kernel_floor)},
+        {"identical_inputs_floor_roundoffs", jsonNumber(l.identical_inputs_floor)}};
   }
   j["origin_factor"] = jsonNumber(t.origin_factor);
+  j["kernel_factor"] = jsonNumber(t.kernel_factor);
+
   return j;
 }
 

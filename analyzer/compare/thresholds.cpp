@@ -72,6 +72,12 @@ Precision pairPrecision(format::Dtype d0, format::Dtype d1) {
   return static_cast<Precision>(std::min(r0, r1));
 }
 
+Precision judgedPrecision(const TensorPair& p) {
+  const Precision own = pairPrecision(p.dtype0, p.dtype1);
+  const Precision allowed = static_cast<Precision>(p.allowed_precision);
+  return p.allowed_precision != 0 && own != Precision::Exact && allowed < own ? allowed : own;
+}
+
 Thresholds defaultThresholds() {
   Thresholds t;
   Limits& exact = t.of(Precision::Exact);  // integers and bool: any difference fails
@@ -89,6 +95,9 @@ Thresholds defaultThresholds() {
   bf16.within_5e3 = true;
   bf16.within_warn = 0.95;
   bf16.small = std::ldexp(1.0, -8);
+  bf16.roundoff = std::ldexp(1.0, -8);
+  bf16.kernel_floor = 5;
+  bf16.identical_inputs_floor = 6;
 
   Limits& fp16 = t.of(Precision::Float16);
   fp16.rel_l2_warn = 2e-3;
@@ -98,6 +107,9 @@ Thresholds defaultThresholds() {
   fp16.within_5e3 = true;
   fp16.within_warn = 0.99;
   fp16.small = std::ldexp(1.0, -11);
+  fp16.roundoff = std::ldexp(1.0, -11);
+  fp16.kernel_floor = 5;
+  fp16.identical_inputs_floor = 6;
 
   Limits& fp32 = t.of(Precision::Float32);
   fp32.rel_l2_warn = 1e-5;
@@ -106,6 +118,9 @@ Thresholds defaultThresholds() {
   fp32.cosine_fail = 0.9999;
   fp32.within_warn = 0.999;
   fp32.small = std::ldexp(1.0, -14);
+  fp32.roundoff = std::ldexp(1.0, -24);
+  fp32.kernel_floor = 32;
+  fp32.identical_inputs_floor = 32;
 
   Limits& fp64 = t.of(Precision::Float64);
   fp64.rel_l2_warn = 1e-10;
@@ -114,6 +129,9 @@ Thresholds defaultThresholds() {
   fp64.cosine_fail = 0.999999;
   fp64.within_warn = 0.9999;
   fp64.small = std::ldexp(1.0, -30);
+  fp64.roundoff = std::ldexp(1.0, -53);
+  fp64.kernel_floor = 32;
+  fp64.identical_inputs_floor = 32;
   return t;
 }
 
@@ -146,7 +164,8 @@ constexpr std::pair<const char*, double Limits::*> kThresholdFlags[] = {
     {"--fail-cosine", &Limits::cosine_fail},   {"--warn-cosine", &Limits::cosine_warn},
     {"--warn-within", &Limits::within_warn},   {"--fail-max-abs", &Limits::max_abs_fail},
     {"--fail-max-rel", &Limits::max_rel_fail}, {"--fail-ulp", &Limits::max_ulp_fail},
-    {"--small", &Limits::small}};
+    {"--small", &Limits::small},               {"--kernel-floor", &Limits::kernel_floor},
+    {"--identical-inputs-floor", &Limits::identical_inputs_floor}};
 
 double Limits::*thresholdField(const std::string& flag) {
   for (const auto& [name, f] : kThresholdFlags) {
@@ -167,6 +186,9 @@ std::string applyThresholdFlag(Thresholds& t, const std::string& flag, const std
   double Limits::*field = thresholdField(flag);
   if (!field) return "unknown option " + flag;
   std::string err = applyOverride(t, field, value);
+  // An explicit fail limit is an error the user accepts: the kernel rules
+  // respect it too.
+  if (err.empty() && field == &Limits::rel_l2_fail) err = applyOverride(t, &Limits::accepted, value);
   return err.empty() ? "" : flag + ": " + err;
 }
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "analyzer/compare/origins.h"
+#include "analyzer/compare/tensor_pairs.h"
 
 namespace acc::analyzer {
 namespace {
@@ -93,6 +94,153 @@ TEST(CompareOrigins, UninitializedMemoryIsFollowedAndNotJudged) {
   EXPECT_TRUE(rs[1].tensors[1].uninitialized);
   EXPECT_TRUE(rs[2].tensors[0].uninitialized);
   EXPECT_FALSE(rs[2].tensors[1].uninitialized);
+}
+
+// Level-1 pairs (statistics): `error` is stat_error; `same` marks bit-identical
+// contents (equal checksums).
+TensorPair stats(format::Role role, double error, format::Dtype dtype, std::vector<int64_t> shape,
+                 const Thresholds& t = defaultThresholds()) {
+  TensorPair p;
+  p.role = role;
+  p.dtype0 = p.dtype1 = dtype;
+  p.shape0 = p.shape1 = std::move(shape);
+  p.has_stats0 = p.has_stats1 = true;
+  p.stats0.norm = p.stats1.norm = 1;
+  p.metrics.compared = true;
+  p.metrics.from_stats = true;
+  p.metrics.stat_error = p.metrics.rel_l2 = error;
+  p.metrics.checksum_equal = error == 0;
+  judge(p, t);
+  return p;
+}
+
+RecordComparison op(const std::string& name, const std::string& op_name, Pass pass, std::vector<TensorPair> tensors) {
+  RecordComparison r = record(name, pass, std::move(tensors), 0);
+  r.op = op_name;
+  return r;
+}
+
+constexpr auto kBf16 = format::Dtype::BFloat16;
+constexpr auto kFp32 = format::Dtype::Float32;
+
+TEST(CompareOrigins, Level1NamesABf16KernelAFewUlpsOffWhenItsInputsAreBitIdentical) {
+  // 3 % in bf16 is ~8 units of roundoff (2^-8), below the fixed fail
+  // threshold 0.04 but beyond the 6 units two correct kernels stay within.
+  std::vector<RecordComparison> rs;
+  rs.push_back(op("aten::gelu.0.fwd", "aten::gelu", Pass::Forward,
+                  {stats(Role::Input, 0, kBf16, {64}), stats(Role::Output, 0.03, kBf16, {64})}));
+  rs.push_back(op("aten::gelu.1.fwd", "aten::gelu", Pass::Forward,
+                  {stats(Role::Input, 0, kBf16, {64}), stats(Role::Output, 0.015, kBf16, {64})}));  // ~4 units
+  EXPECT_EQ(rs[0].tensors[1].verdict, Verdict::Warn);  // the fixed threshold alone
+  judgeRecords(rs, defaultThresholds());
+  EXPECT_TRUE(rs[0].origin);
+  EXPECT_EQ(rs[0].verdict, Verdict::Fail);
+  EXPECT_NE(rs[0].tensors[1].reason.find("bit-identical inputs"), std::string::npos) << rs[0].tensors[1].reason;
+  EXPECT_FALSE(rs[1].origin);
+  // Inputs that differ at all: the identical-inputs rule does not apply.
+  std::vector<RecordComparison> drifted;
+  drifted.push_back(op("aten::gelu.0.fwd", "aten::gelu", Pass::Forward,
+                       {stats(Role::Input, 1e-4, kBf16, {64}), stats(Role::Output, 0.03, kBf16, {64})}));
+  judgeRecords(drifted, defaultThresholds());
+  EXPECT_FALSE(drifted[0].origin);
+}
+
+TEST(CompareOrigins, ViewsAreNeverOrigins) {
+  // x.view(torch.int16) of a bf16 tensor: judged as integers, any difference
+  // fails, yet a view computes nothing.
+  std::vector<RecordComparison> rs;
+  rs.push_back(op("aten::view.0.fwd", "aten::view", Pass::Forward,
+                  {stats(Role::Input, 1e-3, kBf16, {64}), stats(Role::Output, 1, format::Dtype::Int16, {64})}));
+  rs.push_back(op("aten::t.1.bwd", "aten::t", Pass::Backward,
+                  {stats(Role::GradIn, 0, kFp32, {64}), stats(Role::GradOut, 1, kFp32, {64})}));
+  judgeRecords(rs, defaultThresholds());
+  EXPECT_EQ(rs[0].verdict, Verdict::Fail);
+  EXPECT_FALSE(rs[0].origin);
+  EXPECT_FALSE(rs[1].origin);
+  EXPECT_TRUE(isViewOp("aten::select", Pass::Forward));
+  EXPECT_FALSE(isViewOp("aten::expand", Pass::Backward));  // its backward sums
+  EXPECT_FALSE(isViewOp("aten::gelu", Pass::Forward));
+}
+
+TEST(CompareOrigins, Level1SaysMayAmplifyWhereStatisticsCannotTell) {
+  // Inputs that differ: statistics are lower bounds, and masks, squares and
+  // sums show up to ~60x more in their outputs' statistics with no kernel at
+  // fault. Below 100x: may amplify; beyond: origin.
+  std::vector<RecordComparison> rs;
+  rs.push_back(op("aten::relu_.0.fwd", "aten::relu_", Pass::Forward,
+                  {stats(Role::Input, 0, kFp32, {64}), stats(Role::Output, 0, kFp32, {64})}));
+  rs.push_back(op("aten::relu_.0.bwd", "aten::relu_", Pass::Backward,
+                  {stats(Role::GradIn, 3e-5, kFp32, {64}), stats(Role::GradOut, 2e-3, kFp32, {64})}));
+  rs.push_back(op("aten::gelu.1.fwd", "aten::gelu", Pass::Forward,
+                  {stats(Role::Input, 1e-6, kFp32, {64}), stats(Role::Output, 1e-3, kFp32, {64})}));
+  judgeRecords(rs, defaultThresholds());
+  EXPECT_FALSE(rs[1].origin);
+  EXPECT_EQ(rs[1].replay.state, ReplayState::MayAmplify);
+  EXPECT_TRUE(rs[2].origin);  // 1000x
+  // A backward record whose only failing output sums many values of its
+  // inputs (a BatchNorm's weight gradient): its summation order alone moves
+  // it, even from bit-identical inputs.
+  std::vector<RecordComparison> bn;
+  bn.push_back(op("aten::batch_norm.2.fwd", "aten::batch_norm", Pass::Forward,
+                  {stats(Role::Input, 0, kFp32, {4, 64, 8, 8}), stats(Role::Output, 0, kFp32, {4, 64, 8, 8})}));
+  bn.push_back(op("aten::batch_norm.2.bwd", "aten::batch_norm", Pass::Backward,
+                  {stats(Role::GradIn, 0, kFp32, {4, 64, 8, 8}), stats(Role::GradOut, 0, kFp32, {4, 64, 8, 8}),
+                   stats(Role::GradOut, 4e-3, kFp32, {64})}));
+  bn[1].tensors[2].position = 1;
+  judgeRecords(bn, defaultThresholds());
+  EXPECT_FALSE(bn[1].origin);
+  EXPECT_EQ(bn[1].replay.state, ReplayState::MayAmplify);
+  EXPECT_NE(bn[1].replay.reason.find("sums about 256 values"), std::string::npos) << bn[1].replay.reason;
+  // Its input gradient failing as well still names it.
+  bn[1].tensors[1] = stats(Role::GradOut, 4e-3, kFp32, {4, 64, 8, 8});
+  judgeRecords(bn, defaultThresholds());
+  EXPECT_TRUE(bn[1].origin);
+}
+
+TEST(CompareOrigins, Level2ScreensOutputsBelowTheFailThresholdForReplay) {
+  // rel_l2 0.03 in bf16 passes the fixed threshold (0.04) but is far beyond
+  // the kernel floor (5 units, 0.0195) and what its exact inputs explain.
+  auto elements = [](Role role, double e) {
+    TensorPair p = pair(role, e, Verdict::Pass);
+    p.dtype0 = p.dtype1 = kBf16;
+    judge(p, defaultThresholds());
+    return p;
+  };
+  std::vector<RecordComparison> rs;
+  rs.push_back(op("aten::silu.0.fwd", "aten::silu", Pass::Forward, {elements(Role::Input, 0), elements(Role::Output, 0.03)}));
+  rs.push_back(op("aten::silu.1.fwd", "aten::silu", Pass::Forward, {elements(Role::Input, 0), elements(Role::Output, 0.01)}));
+  rs.push_back(op("aten::silu.2.fwd", "aten::silu", Pass::Forward,
+                  {elements(Role::Input, 0.02), elements(Role::Output, 0.03)}));  // its input explains it
+  judgeRecords(rs, defaultThresholds());
+  EXPECT_FALSE(rs[0].origin);  // replay alone can make it one
+  EXPECT_TRUE(rs[0].screened);
+  EXPECT_FALSE(rs[1].screened);
+  EXPECT_FALSE(rs[2].screened);
+}
+
+TEST(CompareOrigins, BackwardRecordsOfOtherAutogradPathsAreNotComparable) {
+  // NHWC takes another decomposition: a backward record's gradients differ
+  // in shape. Not comparable, no error carried, never an origin; a forward
+  // output of another element count still fails.
+  format::OpRecord a, b;
+  a.pass = b.pass = format::Pass::Backward;
+  format::Tensor t;
+  t.role = format::Role::GradOut;
+  t.dtype = format::Dtype::Float32;
+  t.has_stats = true;
+  t.shape = {8, 512, 2, 2};
+  a.tensors.push_back(t);
+  t.shape = {8, 512, 1, 1};
+  b.tensors.push_back(t);
+  std::vector<TensorPair> pairs = compareRecordsNow(a, b, defaultThresholds());
+  ASSERT_EQ(pairs.size(), 1u);
+  EXPECT_EQ(pairs[0].verdict, Verdict::Warn);
+  EXPECT_NE(pairs[0].metrics.mismatch.find("not comparable"), std::string::npos) << pairs[0].metrics.mismatch;
+  EXPECT_EQ(carriedError(pairs[0]), 0);
+  a.pass = b.pass = format::Pass::Forward;
+  a.tensors[0].role = b.tensors[0].role = format::Role::Output;
+  pairs = compareRecordsNow(a, b, defaultThresholds());
+  EXPECT_EQ(pairs[0].verdict, Verdict::Fail);
 }
 
 TEST(CompareOrigins, LocationSkipsTorchFrames) {

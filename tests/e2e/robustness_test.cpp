@@ -111,6 +111,32 @@ TEST(Robustness, DroppedRecordsAreCountedAndReported) {
   EXPECT_NE(r.err.find(", " + std::to_string(dropped) + " dropped"), std::string::npos) << r.err;
 }
 
+TEST(Robustness, ABackwardKernelThatThrowsEndsTheProgramAsUnrecorded) {
+  // The node that threw never reaches its post hook; its record is written
+  // when the backward pass unwinds, not at exit, where the encoder's
+  // thread-local buffer was already gone ("free(): corrupted unsorted
+  // chunks", exit 134, on mobilenet_v2 under bf16 autocast).
+  const std::map<std::string, std::string> env = {{"WRONG_GELU_LIB", ACC_WRONG_GELU_LIB},
+                                                  {"WRONG_GELU", "throw-bwd"}};
+  RunResult plain = runPythonPlain(testScript("gelu_mlp.py"), env);
+  ASSERT_NE(plain.err.find("WRONG_GELU=throw-bwd"), std::string::npos) << plain.err;
+  TempDir dir;
+  RunResult r = recordPython(testScript("gelu_mlp.py"), dir.path(), env);
+  EXPECT_EQ(r.exit_code, plain.exit_code) << r.err;
+  EXPECT_EQ(r.err.find("free()"), std::string::npos) << r.err;
+  Recording rec = readRank(dir / "rank0");
+  EXPECT_FALSE(rec.damaged);
+  EXPECT_EQ(rec.manifest["counts"]["capture_errors"], 0) << rec.manifest.dump();
+  const format::OpRecord* node = nullptr;
+  for (const format::OpRecord& o : rec.records) {
+    if (o.op == "aten::gelu" && o.pass == format::Pass::Backward) node = &o;
+  }
+  ASSERT_NE(node, nullptr) << "the node that threw is not recorded";
+  bool grad_in = false;
+  for (const format::Tensor& t : node->tensors) grad_in = grad_in || t.role == format::Role::GradIn;
+  EXPECT_TRUE(grad_in);
+}
+
 TEST(Robustness, FullDiskLosesRecordsVisiblyAndTrainingGoesOn) {
   TempDir dir;
   const std::string small = dir / "small";

@@ -4,8 +4,9 @@
 // aten::gelu_backward ("bwd" or "nan-bwd") with one that computes the right
 // values and then adds a relative error of about 1e-3 ("fwd", "bwd") or, at
 // its call WRONG_GELU_CALL (from 0), writes a NaN into the first element
-// ("nan-fwd", "nan-bwd": ACC_WATCH's tests). The reference run does not
-// load it.
+// ("nan-fwd", "nan-bwd": ACC_WATCH's tests), or throws from the backward
+// kernel ("throw-bwd": a backward pass that fails, as an unimplemented
+// kernel does). The reference run does not load it.
 #include <torch/library.h>
 #include <ATen/ATen.h>
 
@@ -65,6 +66,10 @@ at::Tensor wrongGeluBackward(const at::Tensor& grad, const at::Tensor& self, c10
   return damage(grad * derivative);
 }
 
+at::Tensor throwingGeluBackward(const at::Tensor&, const at::Tensor&, c10::string_view) {
+  TORCH_CHECK(false, "gelu_backward: no kernel (WRONG_GELU=throw-bwd)");
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, CPU, m) {
@@ -72,7 +77,9 @@ TORCH_LIBRARY_IMPL(aten, CPU, m) {
   const char* call = std::getenv("WRONG_GELU_CALL");
   g_nan = which != nullptr && std::strncmp(which, "nan-", 4) == 0;
   g_nan_call = call != nullptr ? std::atol(call) : 0;
-  if (which != nullptr && (std::strcmp(which, "bwd") == 0 || std::strcmp(which, "nan-bwd") == 0)) {
+  if (which != nullptr && std::strcmp(which, "throw-bwd") == 0) {
+    m.impl("gelu_backward", TORCH_FN(throwingGeluBackward));
+  } else if (which != nullptr && (std::strcmp(which, "bwd") == 0 || std::strcmp(which, "nan-bwd") == 0)) {
     m.impl("gelu_backward", TORCH_FN(wrongGeluBackward));
   } else {
     m.impl("gelu", TORCH_FN(wrongGelu));
