@@ -52,6 +52,8 @@ nlohmann::json recordJson(const format::OpRecord& r, int64_t rank) {
                       // The module path; null where none is known (C++
                       // programs, recordings before format 5).
                       {"module", r.has_module ? nlohmann::json(r.module) : nlohmann::json()},
+                      // Format 6: "device:dtype" of the autocast the op ran under; null when off.
+                      {"autocast", r.has_autocast ? nlohmann::json(r.autocast) : nlohmann::json()},
                       {"start_ns", r.start_ns},
                       {"end_ns", r.end_ns},
                       {"scalars", scalars},

@@ -44,6 +44,7 @@ void printRecord(const format::OpRecord& r, int64_t rank, const format::StackRec
               r.pass == format::Pass::Forward ? "forward" : "backward");
   std::printf("  op        %s\n", r.op.c_str());
   if (r.has_module) std::printf("  module    %s\n", moduleLabel(r.module).c_str());
+  if (r.has_autocast) std::printf("  autocast  %s\n", r.autocast.c_str());
   if (r.pass == format::Pass::Backward) {
     std::printf("  grad_fn   %s\n", r.grad_fn.c_str());
     std::printf("  forward   %s\n", r.forward_name.empty() ? "(unknown)" : r.forward_name.c_str());

@@ -35,8 +35,9 @@ constexpr uint8_t kKnownFlags = kHasStats | kHasData | kDataInStream | kUninitia
 
 // v3: an op record may end with a tail: flags saying which fields follow.
 constexpr uint64_t kTailOverload = 1;
-constexpr uint64_t kTailModule = 2;  // v5
-constexpr uint64_t kKnownTail = kTailOverload | kTailModule;
+constexpr uint64_t kTailModule = 2;    // v5
+constexpr uint64_t kTailAutocast = 4;  // v6
+constexpr uint64_t kKnownTail = kTailOverload | kTailModule | kTailAutocast;
 
 void encodeTensor(const Tensor& t, ByteWriter& w) {
   w.u8(static_cast<uint8_t>(t.role));
@@ -196,11 +197,13 @@ void encode(const OpRecord& r, std::string& out) {
   w.varint(r.tensors.size());
   for (const Tensor& t : r.tensors) encodeTensor(t, w);
   // v3 tail: what older records lack (they end after their tensors).
-  const uint64_t tail = (r.has_overload ? kTailOverload : 0) | (r.has_module ? kTailModule : 0);
+  const uint64_t tail = (r.has_overload ? kTailOverload : 0) | (r.has_module ? kTailModule : 0) |
+                        (r.has_autocast ? kTailAutocast : 0);
   if (tail != 0) {
     w.varint(tail);
     if (r.has_overload) w.str(r.overload);
     if (r.has_module) w.str(r.module);
+    if (r.has_autocast) w.str(r.autocast);
   }
   frameRecord(RecordKind::Op, w.view(), out);
 }
@@ -305,6 +308,8 @@ OpRecord decodeOp(std::string_view body, bool with_data, uint64_t data_offset) {
     if (o.has_overload) o.overload = r.str();
     o.has_module = (tail & kTailModule) != 0;
     if (o.has_module) o.module = r.str();
+    o.has_autocast = (tail & kTailAutocast) != 0;
+    if (o.has_autocast) o.autocast = r.str();
   }
   if (!r.done()) throw FormatError("op record has trailing bytes");
   return o;

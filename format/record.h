@@ -10,7 +10,7 @@ namespace acc::format {
 
 // Bumped whenever the encoding of a record changes; readers refuse newer ones
 // and still read every older one (docs/FORMAT.md, "Version history").
-constexpr uint16_t kFormatVersion = 5;
+constexpr uint16_t kFormatVersion = 6;
 
 enum class Dtype : uint8_t {
   Unknown = 0, Bool, UInt8, Int8, Int16, Int32, Int64,
@@ -102,6 +102,11 @@ struct OpRecord {
   // false where no path is known (C++ programs, older recordings).
   bool has_module = false;
   std::string module;
+  // v6: forward ops run under autocast: "device:dtype" of each device type
+  // whose autocast was on ("cpu:bfloat16", "cuda:float16,cpu:bfloat16"), so
+  // replay can cast the inputs as autocast did. has_autocast false: off.
+  bool has_autocast = false;
+  std::string autocast;
 
   uint64_t dataSize() const;  // bytes of all tensors' recorded data
 };

@@ -5,6 +5,7 @@
 #include <c10/core/impl/LocalDispatchKeySet.h>
 
 #include <cctype>
+#include <cstdio>
 #include <cstring>
 #include <optional>
 #include <utility>
@@ -88,16 +89,16 @@ void NumericSettings::sample() {
   sampled_.store(true, std::memory_order_release);
 }
 
-void NumericSettings::onRecordedOp() {
+std::string NumericSettings::onRecordedOp() {
   if (!sampled_.load(std::memory_order_acquire)) sample();
-  noteAutocast();
+  return noteAutocast();
 }
 
-void NumericSettings::noteAutocast() {
+std::string NumericSettings::noteAutocast() {
   // Autocast is on for a device while its key is not excluded on this thread.
   const c10::DispatchKeySet excluded = c10::impl::tls_local_dispatch_key_set().excluded_;
   c10::DispatchKeySet off = excluded & c10::autocast_dispatch_keyset;  // 1.13: raw_repr() is not const
-  if (off == c10::autocast_dispatch_keyset) return;
+  if (off == c10::autocast_dispatch_keyset) return std::string();
   // Which devices have it on, with which dtype: noted (names built) only
   // when that changes on this thread.
   uint64_t state = off.raw_repr();
@@ -110,11 +111,22 @@ void NumericSettings::noteAutocast() {
     state = state * 31 + (dtype ? static_cast<uint64_t>(*dtype) + 1 : 0);
     on.emplace_back(key, dtype);
   }
+  // The state's text, kept per thread in a plain buffer (no destructor: ops
+  // may still run while the thread's objects are torn down at exit).
   thread_local uint64_t last = 0;
-  if (state == last) return;
-  last = state;
-  std::lock_guard<std::mutex> lock(mutex_);
-  for (const auto& [key, dtype] : on) autocast_.insert(autocastDevice(key) + (dtype ? ":" + dtypeName(*dtype) : ""));
+  thread_local char text[128];
+  if (state != last) {
+    last = state;
+    std::string joined;
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [key, dtype] : on) {
+      const std::string one = autocastDevice(key) + (dtype ? ":" + dtypeName(*dtype) : "");
+      autocast_.insert(one);
+      joined += (joined.empty() ? "" : ",") + one;
+    }
+    std::snprintf(text, sizeof text, "%s", joined.c_str());
+  }
+  return text;
 }
 
 nlohmann::json NumericSettings::toJson() const {

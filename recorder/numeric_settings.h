@@ -25,13 +25,15 @@ class NumericSettings {
   void sample();
   // On an op thread, for each recorded op: the first call samples the
   // global settings; autocast is thread-local, so its state is noted here.
-  // Costs one thread-local read while autocast is off.
-  void onRecordedOp();
+  // Costs one thread-local read while autocast is off. Returns the
+  // thread's autocast state for the op's record ("cpu:bfloat16", devices
+  // comma-separated), empty while autocast is off.
+  std::string onRecordedOp();
   // {} until the first sample.
   nlohmann::json toJson() const;
 
  private:
-  void noteAutocast();
+  std::string noteAutocast();
 
   std::atomic<bool> sampled_{false};
   mutable std::mutex mutex_;

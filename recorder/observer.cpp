@@ -326,8 +326,12 @@ void startForward(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
     return;
   }
   if (name.empty()) name = forwardName(op, ctx.number);
-  s.numerics().onRecordedOp();
+  std::string autocast = s.numerics().onRecordedOp();
   ctx.record = newRecord(s, std::move(name), std::string(op), Pass::Forward, ctx.number, ctx.step, &module);
+  if (!autocast.empty()) {
+    ctx.record->has_autocast = true;
+    ctx.record->autocast = std::move(autocast);
+  }
   ctx.record->sequence_nr = fn.seqNr();
   if (s.config().level >= 2) {
     // Replay (replay/) needs the exact overload; its lookup copies two

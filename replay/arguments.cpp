@@ -168,6 +168,11 @@ Arguments buildArguments(const format::OpRecord& r, const c10::FunctionSchema& s
   Arguments out;
   auto prepare = [&](const format::Tensor& recorded, const std::string& argument) {
     at::Tensor t = tensorFromRecord(recorded);
+    if (options.autocast_to && t.is_floating_point()) {
+      const at::ScalarType from = t.scalar_type();
+      const bool narrow = from == at::kHalf || from == at::kBFloat16;
+      if (options.autocast_up ? narrow : from == at::kFloat) t = t.to(*options.autocast_to);
+    }
     if (round_mantissa && t.scalar_type() == at::kFloat && roundedArgument(r.op, argument)) {
       roundMantissa(t.data_ptr<float>(), t.numel(), round_mantissa);  // fresh and contiguous
     }

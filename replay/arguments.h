@@ -48,6 +48,13 @@ struct BuildOptions {
   // 10 (TF32), 7 (bfloat16), 0 (off): float32 factors of the op's products
   // are first rounded to that many mantissa bits (replay/reduced_precision.h).
   int round_mantissa = 0;
+  // An op the program ran under autocast (replay/autocast_casts.h): the
+  // floating inputs autocast would have cast are cast first, float32 ones
+  // down to `autocast_to` or, with `autocast_up`, float16/bfloat16 ones up
+  // to float32. Before promotion: the float64 replay then computes on the
+  // values the kernel was given.
+  std::optional<at::ScalarType> autocast_to;
+  bool autocast_up = false;
 };
 
 // The arguments of forward record `r` for `schema`. Throws

@@ -11,6 +11,7 @@
 
 #include "recorder/dtypes.h"
 #include "replay/arguments.h"
+#include "replay/autocast_casts.h"
 #include "replay/reduced_precision.h"
 
 namespace acc::replay {
@@ -90,6 +91,9 @@ format::OpRecord runForward(const format::OpRecord& r, const c10::OperatorHandle
   BuildOptions options;
   options.promote = promote;
   options.round_mantissa = round_mantissa;
+  const AutocastCasts casts = autocastCasts(r, nullptr);
+  options.autocast_to = casts.to;
+  options.autocast_up = casts.up;
   Arguments args = buildArguments(r, op.schema(), options);
   op.callBoxed(&args.stack);
   format::OpRecord out = emptyLike(r);
@@ -120,6 +124,9 @@ format::OpRecord runBackward(const format::OpRecord& fwd, const format::OpRecord
   options.promote = promote;
   options.grad = true;
   options.round_mantissa = round_mantissa;
+  const AutocastCasts casts = autocastCasts(fwd, &bwd);
+  options.autocast_to = casts.to;
+  options.autocast_up = casts.up;
   Arguments args;
   // Floating arguments the op does not differentiate (batch norm's running
   // statistics) make it throw: run it again without their grad.

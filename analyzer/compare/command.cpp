@@ -249,7 +249,11 @@ void printVerdict(const CompareResult& r, const CompareCounts& c, const std::vec
       o << "    a collective: its inputs on rank " << first->rank << " agree, its result does not: another rank's\n"
            "    contribution differs; compare the other ranks' recordings (give compare the directories\n"
            "    holding every rank{R}/) to find the op that made it\n";
-    } else if (const Feeder f = feederOf(r, *first); f.record) {
+    } else if (const Feeder f = feederOf(r, *first); f.record && isDtypeCast(*f.record)) {
+      o << "    its " << where(*f.input) << " is what " << f.record->name << " made, a dtype cast only "
+        << (f.record->side == 0 ? "DIR0" : "DIR1") << " has (autocast's):\n"
+        << "    the error came through it from the recorded ops before it\n";
+    } else if (f.record) {
       o << "    its " << where(*f.input) << " is what " << f.record->name << " made, a record only "
         << (f.record->side == 0 ? "DIR0" : "DIR1") << " has:\n"
         << "    the drift starts at " << f.record->name << " (an op the other run does not run)\n";

@@ -176,6 +176,7 @@ CompareResult compareRecordings(const CompareOptions& options) {
       u.side = side;
       u.name = m.name;
       u.op = m.op;
+      u.grad_fn = m.grad_fn.str();
       u.step = m.step;
       u.rank = plan.rank;
       u.index = m.index;

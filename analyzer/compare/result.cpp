@@ -40,6 +40,11 @@ const RecordComparison& recordAt(const CompareResult& r, size_t position) {
   return it->second;
 }
 
+bool isDtypeCast(const UnmatchedRecord& u) {
+  if (u.grad_fn == "ToCopyBackward0") return true;
+  return u.grad_fn.empty() && (u.op == "aten::to" || u.op == "aten::_to_copy" || u.op == "aten::type_as");
+}
+
 void forEachRecord(const CompareResult& r, const std::function<void(size_t, const RecordComparison&)>& f) {
   if (!r.spill) {
     for (size_t k = 0; k < r.records.size(); ++k) f(k, r.records[k]);

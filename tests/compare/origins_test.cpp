@@ -177,6 +177,13 @@ TEST(CompareOrigins, Level1SaysMayAmplifyWhereStatisticsCannotTell) {
   EXPECT_FALSE(rs[1].origin);
   EXPECT_EQ(rs[1].replay.state, ReplayState::MayAmplify);
   EXPECT_TRUE(rs[2].origin);  // 1000x
+  // A mask in backward (relu's) whose forward input differs: a flipped
+  // element moves its gradient any amount, even 1000x.
+  rs[1].tensors[1] = stats(Role::GradOut, 3e-2, kFp32, {64});
+  judgeRecords(rs, defaultThresholds());
+  EXPECT_FALSE(rs[1].origin);
+  EXPECT_EQ(rs[1].replay.state, ReplayState::MayAmplify);
+  EXPECT_NE(rs[1].replay.reason.find("masked"), std::string::npos) << rs[1].replay.reason;
   // A backward record whose only failing output sums many values of its
   // inputs (a BatchNorm's weight gradient): its summation order alone moves
   // it, even from bit-identical inputs.

@@ -8,14 +8,18 @@ bf16 autocast) record it twice with one setting changed.
 Environment: VISION_STEPS (2), VISION_BATCH (4), VISION_SIZE (64),
 VISION_THREADS (intra-op threads; torch's default when unset),
 VISION_CHANNELS_LAST=1 (model and images in channels_last),
-VISION_AUTOCAST=bf16 (forward under CPU bfloat16 autocast). Weights are
-randomly initialised (no download). Prints one loss per step.
+VISION_AUTOCAST=bf16 (forward under CPU bfloat16 autocast),
+VISION_DTYPE=bfloat16 (model and images in bfloat16: pure bf16 training),
+WRONG_OPS=op:eps,... (those aten ops made wrong: tests/scripts/wrong_ops.py).
+Weights are randomly initialised (no download). Prints one loss per step.
 """
 import os
 import sys
 
 import torch
 import torchvision
+
+import wrong_ops
 
 
 def main():
@@ -33,18 +37,22 @@ def main():
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, foreach=False)
     images = torch.randn(batch, 3, size, size)
     labels = torch.randint(0, 10, (batch,))
+    if os.environ.get("VISION_DTYPE") == "bfloat16":
+        model = model.to(torch.bfloat16)
+        images = images.to(torch.bfloat16)
     if os.environ.get("VISION_CHANNELS_LAST") == "1":
         model = model.to(memory_format=torch.channels_last)
         images = images.contiguous(memory_format=torch.channels_last)
     autocast = os.environ.get("VISION_AUTOCAST") == "bf16"
-    for step in range(steps):
-        optimizer.zero_grad()
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
-            logits = model(images)
-        loss = torch.nn.functional.cross_entropy(logits.float(), labels)
-        loss.backward()
-        optimizer.step()
-        print(f"step {step} loss {loss.item():.9g}", flush=True)
+    with wrong_ops.from_environment():
+        for step in range(steps):
+            optimizer.zero_grad()
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+                logits = model(images)
+            loss = torch.nn.functional.cross_entropy(logits.float(), labels)
+            loss.backward()
+            optimizer.step()
+            print(f"step {step} loss {loss.item():.9g}", flush=True)
     return 0
 
 
