@@ -131,7 +131,15 @@ void judgeByReplay(RecordComparison& record, const ReplayItem& item0, const repl
   if (!item1.not_replayable.empty() || out1.status != replay::Status::Replayed) {
     c.state = ReplayState::NotReplayable;
     c.reason = !item1.not_replayable.empty() ? item1.not_replayable : failure(out1);
-    return;  // the ratio rule stands
+    if (record.origin && record.pass == format::Pass::Backward && record.input_error > 0 &&
+        masksItsGradient(record.op)) {
+      // As at level 1: a flipped element of the mask explains any error.
+      record.origin = false;
+      c.state = ReplayState::MayAmplify;
+      c.reason = "not replayable (" + c.reason + "), and its gradient is masked by where its forward input, "
+                 "which already differs, crosses a threshold";
+    }
+    return;  // otherwise the ratio rule stands
   }
   const SideErrors one = sideErrors(item1, out1, thresholds);
   if (std::string why = unmatched(one.pairs); !why.empty()) {

@@ -82,22 +82,6 @@ std::string baseName(const std::string& op) {
   return colon == std::string::npos ? op : op.substr(colon + 1);
 }
 
-// Ops whose derivative jumps where their input crosses a threshold (relu at
-// 0, hardtanh at its limits, max pooling's chosen element): their backward
-// masks the incoming gradient by the forward's input, and an input that
-// differs at all between the runs may flip an element, whose whole gradient
-// then differs (googlenet: 120x its inputs' statistics, 1 vs 2 threads).
-bool masksItsGradient(const std::string& op) {
-  static const std::set<std::string> kOps = {
-      "relu", "relu_", "relu6", "threshold", "threshold_", "hardtanh", "hardtanh_", "leaky_relu", "leaky_relu_",
-      "clamp", "clamp_", "clip", "clip_", "clamp_min", "clamp_min_", "clamp_max", "clamp_max_", "hardswish",
-      "hardswish_", "hardsigmoid", "hardsigmoid_", "hardshrink", "softshrink", "abs", "abs_", "max_pool1d",
-      "max_pool2d", "max_pool3d", "max_pool2d_with_indices", "adaptive_max_pool2d", "maximum", "minimum", "max",
-      "min", "amax", "amin", "where", "masked_fill", "masked_fill_", "prelu", "rrelu", "celu", "selu", "elu",
-      "elu_"};
-  return kOps.count(baseName(op)) != 0;
-}
-
 // Level 1, inputs that differ: an op is named only when its outputs'
 // statistics differ this many times more than its inputs' (below, it "may
 // amplify"; docs/METRICS.md).
@@ -145,6 +129,22 @@ bool judgeIdenticalInputs(RecordComparison& r, const Thresholds& t) {
 }
 
 }  // namespace
+
+// Ops whose derivative jumps where their input crosses a threshold (relu at
+// 0, hardtanh at its limits, max pooling's chosen element): their backward
+// masks the incoming gradient by the forward's input, and an input that
+// differs at all between the runs may flip an element, whose whole gradient
+// then differs (googlenet: 120x its inputs' statistics, 1 vs 2 threads).
+bool masksItsGradient(const std::string& op) {
+  static const std::set<std::string> kOps = {
+      "relu", "relu_", "relu6", "threshold", "threshold_", "hardtanh", "hardtanh_", "leaky_relu", "leaky_relu_",
+      "clamp", "clamp_", "clip", "clip_", "clamp_min", "clamp_min_", "clamp_max", "clamp_max_", "hardswish",
+      "hardswish_", "hardsigmoid", "hardsigmoid_", "hardshrink", "softshrink", "abs", "abs_", "max_pool1d",
+      "max_pool2d", "max_pool3d", "max_pool2d_with_indices", "adaptive_max_pool2d", "maximum", "minimum", "max",
+      "min", "amax", "amin", "where", "masked_fill", "masked_fill_", "prelu", "rrelu", "celu", "selu", "elu",
+      "elu_"};
+  return kOps.count(baseName(op)) != 0;
+}
 
 bool isViewOp(const std::string& op, format::Pass pass) {
   // Views and aliases compute nothing (a view's backward reshapes the

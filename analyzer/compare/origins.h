@@ -26,6 +26,11 @@ double carriedError(const TensorPair& p);
 // compute nothing, so they are never origins (backward: the reshapes only).
 bool isViewOp(const std::string& op, format::Pass pass);
 
+// Ops whose backward masks the incoming gradient by where the forward's
+// input crosses a threshold (relu, hardtanh, clamp, max pooling, ...): an
+// input that differs between the runs may flip elements.
+bool masksItsGradient(const std::string& op);
+
 // True for the roles a record consumes (fwd: inputs; bwd: grad_in) and
 // produces (fwd: outputs; bwd: grad_out).
 bool consumes(const RecordComparison& r, const TensorPair& p);

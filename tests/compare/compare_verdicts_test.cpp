@@ -85,6 +85,17 @@ TEST(Verdicts, ThreadCountsOnTorchvisionModelsAreQuietAtLevel1) {
   }
 }
 
+TEST(Verdicts, ThreadCountsAreQuietAtLevel2) {
+  // Replay decides; hardtanh_'s backward (relu6), which replay cannot run
+  // alone, masks a gradient whose forward input differs: may amplify.
+  const std::map<std::string, std::string> small = {{"VISION_SIZE", "32"}, {"VISION_STEPS", "1"}};
+  std::map<std::string, std::string> one = small, two = small;
+  one["VISION_THREADS"] = "1";
+  two["VISION_THREADS"] = "2";
+  expectNoOrigin(vision("mobilenet_v2", "2", "threads1", one), vision("mobilenet_v2", "2", "threads2", two),
+                 "mobilenet_v2, 1 vs 2 threads, level 2");
+}
+
 TEST(Verdicts, ChannelsLastIsQuietAtBothLevels) {
   // NHWC takes other kernels (batch norm sums in another order: ~8 units
   // of roundoff where the NCHW kernel shows 0.6) and other autograd paths;
