@@ -63,7 +63,9 @@ Precision precisionOf(const TensorPair& p) { return pairPrecision(p.dtype0, p.dt
 
 // `full`: also the same-dtype and CPU-kernel errors (DIR0's side of a
 // comparison needs only its error against float64).
-SideErrors sideErrors(const ReplayItem& item, const replay::Outcome& o, const Thresholds& t, bool full = true) {
+SideErrors sideErrors(const ReplayItem& item, const replay::Outcome& o, const Thresholds& judged, bool full = true) {
+  // Errors on each tensor's own scale: a gradient of 1e-7 is no zero.
+  const Thresholds t = kernelThresholds(judged);
   SideErrors s;
   s.pairs = compareRecordsNow(best(o), item.recorded, t);
   s.error = errors(s.pairs);

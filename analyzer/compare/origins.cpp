@@ -1,5 +1,7 @@
 #include "analyzer/compare/origins.h"
 
+#include "analyzer/compare/elements.h"
+
 #include <cstdint>
 #include <algorithm>
 #include <cmath>
@@ -117,10 +119,11 @@ bool judgeIdenticalInputs(RecordComparison& r, const Thresholds& t) {
     }
     const Precision precision = judgedPrecision(p);
     const double u = t.of(precision).roundoff;
-    if (u <= 0 || !(p.metrics.stat_error > t.identicalInputsFloor(precision))) continue;
+    const double e = kernelError(p, t);
+    if (u <= 0 || !(e > t.identicalInputsFloor(precision))) continue;
     char text[160];
     std::snprintf(text, sizeof text, "statistics error %.3g (%.3g units of roundoff) from bit-identical inputs",
-                  p.metrics.stat_error, p.metrics.stat_error / u);
+                  e, e / u);
     p.verdict = Verdict::Fail;
     p.reason = text;
     fails = true;
@@ -174,6 +177,18 @@ bool failsOnStatistics(const RecordComparison& r) {
   return false;
 }
 
+double kernelError(const TensorPair& p, const Thresholds& t) {
+  const double e = carriedError(p);
+  if (!std::isfinite(e) || e == 0 || !p.has_stats0 || !(p.stats0.norm > 0)) return e;
+  // Every guarded error divides by max(scale, small x sqrt(N)) (rel_l2,
+  // e_norm, e_ext; e_mean alike): undo the guard down to the smallest normal.
+  const Precision precision = judgedPrecision(p);
+  const double n = static_cast<double>(elementsOf(p.shape0)) * realsPerElement(p.dtype0);
+  const double guard = std::sqrt(n);
+  const double guarded = std::max(p.stats0.norm, t.of(precision).small * guard);
+  return e * guarded / std::max(p.stats0.norm, smallestNormal(precision) * guard);
+}
+
 double carriedError(const TensorPair& p) {
   if (p.uninitialized) return 0;
   const TensorMetrics& m = p.metrics;
@@ -214,6 +229,17 @@ void OriginJudge::findUninitialized(RecordComparison& r) {
     produced0_.insert(p.stats0.checksum);
   }
 }
+
+namespace {
+
+// Level 1 cannot tell: the candidate is no origin, and says why.
+void markMayAmplify(RecordComparison& r, const std::string& why) {
+  r.origin = false;
+  r.replay.state = ReplayState::MayAmplify;
+  r.replay.reason = why;
+}
+
+}  // namespace
 
 void OriginJudge::judge(RecordComparison& r) {
   findUninitialized(r);
@@ -283,24 +309,20 @@ void OriginJudge::judge(RecordComparison& r) {
   // be amplification as well as a wrong kernel (docs/METRICS.md, "Origins").
   // Inputs that agree bit for bit leave no error to amplify.
   if (r.origin && r.input_error > 0 && fwd && failsOnStatistics(r) && denominatorPosition(fwd->op) >= 0) {
-    r.origin = false;
-    r.replay.state = ReplayState::MayAmplify;
     const double spread = fwd->denominator_spread;
     char text[200];
     std::snprintf(text, sizeof text,
                   "divides by values spanning %s decades, with inputs that already differ: statistics cannot "
                   "tell amplification from a wrong kernel",
                   std::isfinite(spread) ? std::to_string(std::log10(spread)).substr(0, 4).c_str() : "more than 300");
-    r.replay.reason = text;
+    markMayAmplify(r, text);
   }
   if (r.origin && failsOnStatistics(r) && r.pass == format::Pass::Backward) sumsMayAmplify(r);
   if (r.origin && failsOnStatistics(r) && r.pass == format::Pass::Backward && r.input_error > 0 &&
       masksItsGradient(r.op)) {
-    r.origin = false;
-    r.replay.state = ReplayState::MayAmplify;
-    r.replay.reason = "its gradient is masked by where its forward input crosses a threshold, and that input "
+    markMayAmplify(r, "its gradient is masked by where its forward input crosses a threshold, and that input "
                       "already differs: a flipped element moves the whole gradient; statistics cannot tell that "
-                      "from a wrong kernel";
+                      "from a wrong kernel");
   }
   if (r.origin && failsOnStatistics(r) && r.input_error > 0 &&
       !(r.output_error > kStatisticsAmplification * r.input_error)) {
@@ -310,14 +332,12 @@ void OriginJudge::judge(RecordComparison& r) {
     // (Adam's second moment) or a sum then shows far more in its output's
     // statistics than its inputs' showed, with no kernel at fault (a thread
     // count alone does it, by up to ~60x in torchvision models).
-    r.origin = false;
-    r.replay.state = ReplayState::MayAmplify;
     char text[240];
     std::snprintf(text, sizeof text,
                   "its outputs' statistics differ %.3gx more than its inputs' (up to %.0fx is what masks, squares "
                   "and sums of inputs that already differ show): statistics cannot tell that from a wrong kernel",
                   r.output_error / r.input_error, kStatisticsAmplification);
-    r.replay.reason = text;
+    markMayAmplify(r, text);
   }
   screen(r);
 }
@@ -352,15 +372,13 @@ void OriginJudge::sumsMayAmplify(RecordComparison& r) const {
     other_fails = other_fails || p.verdict == Verdict::Fail;
   }
   if (terms == 0 || (other_fails && other_error > thresholds_.origin_factor * r.input_error)) return;
-  r.origin = false;
-  r.replay.state = ReplayState::MayAmplify;
   char text[240];
   std::snprintf(text, sizeof text,
                 "an output sums about %llu values of a larger input%s: cancellation and summation order may "
                 "amplify error; statistics cannot tell that from a wrong kernel",
                 static_cast<unsigned long long>(terms),
                 r.input_error > 0 ? ", whose error it carries" : ", summed in an order the kernel chooses");
-  r.replay.reason = text;
+  markMayAmplify(r, text);
 }
 
 // Level 2: an output further apart than the kernel floor and than
@@ -373,7 +391,9 @@ void OriginJudge::screen(RecordComparison& r) const {
   }
   for (const TensorPair& p : r.tensors) {
     if (consumes(r, p) || p.uninitialized || !p.metrics.compared || p.metrics.from_stats) continue;
-    const double e = carriedError(p);
+    // On the tensor's own scale (tiny gradients too); its inputs' error as
+    // carried, so a tiny output beside large inputs is screened: replay decides.
+    const double e = kernelError(p, thresholds_);
     if (e > thresholds_.kernelFloor(judgedPrecision(p)) && e > kScreenFactor * r.input_error) {
       r.screened = true;
       return;

@@ -31,6 +31,11 @@ bool isViewOp(const std::string& op, format::Pass pass);
 // input that differs between the runs may flip elements.
 bool masksItsGradient(const std::string& op);
 
+// A pair's carried error (rel_l2, level 1: stat_error) on the reference
+// tensor's own scale, guarded only by the smallest normal number
+// (thresholds.h, smallestNormal): what the kernel rules judge.
+double kernelError(const TensorPair& p, const Thresholds& t);
+
 // True for the roles a record consumes (fwd: inputs; bwd: grad_in) and
 // produces (fwd: outputs; bwd: grad_out).
 bool consumes(const RecordComparison& r, const TensorPair& p);

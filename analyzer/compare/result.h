@@ -163,11 +163,11 @@ struct UnmatchedRecord {
   int side = 0;  // 0: only in DIR0, 1: only in DIR1
   std::string name;
   std::string op;
-  std::string grad_fn;  // backward records: the autograd node
   int64_t step = 0;
   int64_t rank = 0;
   uint64_t index = 0;
   uint64_t output_checksum = 0;  // RecordMeta::output_checksum
+  std::string grad_fn;           // backward records: the autograd node
 };
 
 // A record that only converts a tensor's dtype (aten::to, _to_copy, a

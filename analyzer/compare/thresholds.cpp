@@ -78,6 +78,22 @@ Precision judgedPrecision(const TensorPair& p) {
   return p.allowed_precision != 0 && own != Precision::Exact && allowed < own ? allowed : own;
 }
 
+double smallestNormal(Precision p) {
+  switch (p) {
+    case Precision::BFloat16:
+    case Precision::Float32: return std::ldexp(1.0, -126);
+    case Precision::Float16: return std::ldexp(1.0, -14);
+    case Precision::Float64: return std::ldexp(1.0, -1022);
+    default: return 1;
+  }
+}
+
+Thresholds kernelThresholds(const Thresholds& t) {
+  Thresholds k = t;
+  for (size_t i = 1; i < kPrecisions; ++i) k.limits[i].small = smallestNormal(static_cast<Precision>(i));
+  return k;
+}
+
 Thresholds defaultThresholds() {
   Thresholds t;
   Limits& exact = t.of(Precision::Exact);  // integers and bool: any difference fails

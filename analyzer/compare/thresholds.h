@@ -73,6 +73,15 @@ struct Thresholds {
 
 Thresholds defaultThresholds();
 
+// The kernel rules judge an error on the tensor's own scale: gradients of
+// 1e-7 are ordinary in training, and the zero guard `small` (bf16 2^-8,
+// msprobe's "small values") would hide a bf16 kernel 3 % off on them. Their
+// only guard is the format's smallest normal number (all-zero references).
+double smallestNormal(Precision p);
+// `t` with each precision's zero guard at its smallest normal number: what
+// replay measures kernels with.
+Thresholds kernelThresholds(const Thresholds& t);
+
 // Sets `field` from a flag value: "X" for every precision, or
 // "fp32=X,bf16=Y" for some. Returns an error message, empty on success.
 std::string applyOverride(Thresholds& t, double Limits::*field, const std::string& value);

@@ -200,6 +200,11 @@ TEST(Verdicts, TransformerInBf16IsJudgedAsSharply) {
   using Named = std::pair<std::string, std::string>;
   EXPECT_EQ(firstNamed({"compare", lm("2", "fp32", {}), wrong}, "LM compare, gelu"), Named("aten::gelu", "fwd"));
   EXPECT_EQ(firstNamed({"check", wrong}, "LM check, gelu"), Named("aten::gelu", "fwd"));
+  // Its backward kernel: gradients of ~1e-7, which bf16's zero guard (2^-8)
+  // would hide; the kernel rules judge them on their own scale.
+  const std::string bwd = lm("2", "autocast_wrong_gelu_bwd", {{"LM_AUTOCAST", "bf16"}, {"WRONG_OPS", "gelu_backward:0.03"}});
+  EXPECT_EQ(firstNamed({"compare", lm("2", "fp32", {}), bwd}, "LM compare, gelu_backward"), Named("aten::gelu", "bwd"));
+  EXPECT_EQ(firstNamed({"check", bwd}, "LM check, gelu_backward"), Named("aten::gelu", "bwd"));
 }
 }  // namespace
 }  // namespace acc::test
