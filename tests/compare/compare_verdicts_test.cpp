@@ -169,11 +169,15 @@ TEST(Verdicts, AWrongBf16KernelUnderAutocastIsNamed) {
 }
 
 TEST(Verdicts, PureBf16TrainingIsJudgedAsSharply) {
-  // Weights and activations in bf16: threads are benign, relu_ 3 % off is named.
+  // Weights and activations in bf16: threads and channels_last are benign,
+  // relu_ 3 % off is named.
   const auto bf16 = with(kSmall, {{"VISION_DTYPE", "bfloat16"}});
   const std::string one = vision("resnet18", "2", "bf16_threads1", with(bf16, {{"VISION_THREADS", "1"}}));
   expectNoOrigin(one, vision("resnet18", "2", "bf16_threads2", with(bf16, {{"VISION_THREADS", "2"}})),
                  "pure bf16, 1 vs 2 threads");
+  expectNoOrigin(one,
+                 vision("resnet18", "2", "bf16_nhwc", with(bf16, {{"VISION_THREADS", "1"}, {"VISION_CHANNELS_LAST", "1"}})),
+                 "pure bf16, NCHW vs NHWC");
   const std::string wrong =
       vision("resnet18", "2", "bf16_wrong_relu", with(bf16, {{"VISION_THREADS", "1"}, {"WRONG_OPS", "relu_:0.03"}}));
   using Named = std::pair<std::string, std::string>;
