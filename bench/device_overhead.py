@@ -1,22 +1,27 @@
 #!/usr/bin/env python3
 """Recording overhead of the accelerator path against the CPU path.
 
-Runs bench/overhead.py on tests/scripts/device_train.py (an MLP, 8 layers of
-512, batch 256, SGD with momentum) twice: on the CPU and on the test
-accelerator (tests/accelerator, a PrivateUse1 device whose kernels are the
-CPU's), each unrecorded and at each level, and prints both tables' ratios
-side by side. On the test device every statistic is computed by ATen
-reductions into a device buffer, copied without blocking and completed on
-the writer thread when the device's event fires; on the CPU by the fused
-pass. Same model, same kernels: the difference between the two ratios is
-the cost of the device path.
+Runs bench/overhead.py on tests/scripts/device_train.py (an MLP, by default
+8 layers of 512, batch 256, SGD with momentum) twice: on the CPU and on the
+test accelerator (tests/accelerator, a PrivateUse1 device whose kernels are
+the CPU's), each unrecorded and at each level, and prints both ratios side
+by side with what recording costs the device: the kernels acc adds (each a
+launch on a real device), per record and per device tensor summarised, the
+host synchronisations (none may be added), and the peaks of host memory and
+of the device's own memory.
+
+On a real device a launch costs the host microseconds; the test device can
+charge it (--launch-us N, spent on the calling thread as a driver does) and
+run its kernels on a timeline of its own (--kernel-us N per kernel, which
+.item() and events wait for):
 
   /usr/bin/python3 bench/device_overhead.py --repeats 3 --levels 0,1,2
-
+  /usr/bin/python3 bench/device_overhead.py --mlp 4,64,32 --launch-us 5 --levels 1,watch --steps 20
   /usr/bin/python3 bench/device_overhead.py --accelerator cuda   # on a GPU machine
 
 --accelerator testdev|cuda (default testdev) picks the device compared with
-the CPU; other options go to overhead.py.
+the CPU; other options go to overhead.py (--mlp, --launch-us, --kernel-us,
+--steps, --repeats, --levels, --interleave ...).
 """
 import json
 import os
@@ -24,6 +29,10 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def cell(value, spec):
+    return "-" if value is None else format(value, spec)
 
 
 def main(argv):
@@ -47,12 +56,21 @@ def main(argv):
         if proc.returncode != 0:
             sys.stderr.write(proc.stderr)
             return proc.returncode
-        rows[device] = {r["config"]: r for r in json.loads(proc.stdout)["rows"]}
-    print(f"{'configuration':<14} {'cpu s/step':>11} {'cpu ratio':>10} {accelerator + ' s/step':>15} "
-          f"{accelerator + ' ratio':>14}")
+        report = json.loads(proc.stdout)
+        rows[device] = {r["config"]: r for r in report["rows"]}
+        print(f"device_overhead.py: {device}: each run: {report['rows'][-1]['command']}", file=sys.stderr)
+    a = accelerator
+    header = (f"{'configuration':<14} {'cpu s/step':>11} {'cpu ratio':>10} {a + ' s/step':>15} {a + ' ratio':>14} "
+              f"{'kernels':>8} {'+/op':>6} {'+/tensor':>9} {'syncs':>6} {'host MB cpu':>12} {'host MB ' + a:>15} "
+              f"{a + ' MB':>11}")
+    print(header)
     for name in rows["cpu"]:
         c, d = rows["cpu"][name], rows[accelerator][name]
-        print(f"{name:<14} {c['median']:>11.4f} {c['ratio']:>9.2f}x {d['median']:>15.4f} {d['ratio']:>13.2f}x")
+        print(f"{name:<14} {c['median']:>11.4f} {c['ratio']:>9.2f}x {d['median']:>15.4f} {d['ratio']:>13.2f}x "
+              f"{cell(d.get('device_kernels'), 'd'):>8} {cell(d.get('kernels_per_op'), '.2f'):>6} "
+              f"{cell(d.get('kernels_per_tensor'), '.2f'):>9} {cell(d.get('device_syncs'), 'd'):>6} "
+              f"{cell(c.get('peak_rss_mb'), '.0f'):>12} {cell(d.get('peak_rss_mb'), '.0f'):>15} "
+              f"{cell(d.get('device_peak_mb'), '.1f'):>11}")
     return 0
 
 

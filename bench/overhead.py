@@ -16,6 +16,12 @@ output says so.
   /usr/bin/python3 bench/overhead.py --script examples/mlp_train.py --levels 1
   /usr/bin/python3 bench/overhead.py --levels watch     # ACC_WATCH=naninf
   /usr/bin/python3 bench/overhead.py --levels 1,1+grads # ACC_GRADS=1 at level 1
+  /usr/bin/python3 bench/overhead.py --levels floor,0,1 # and the floor: what any observer costs
+
+"floor" runs the script unrecorded with bench/callback_floor.cpp loaded (a
+dispatcher callback that boxes every op's inputs and outputs and does
+nothing); the table then says what each level costs above it, in
+microseconds per op the script runs (the ops the recorder saw).
   /usr/bin/python3 bench/overhead.py --json --keep /tmp/acc-bench
 
 This file needs only the standard library: it may run under any Python 3.
@@ -46,6 +52,14 @@ DEFAULT_LIB = os.path.join("build", "lib", "libacc.so")
 STEP_LINE = re.compile(r"^step\s+(\d+)\b.*\btime\s+([0-9.eE+-]+)\s*$")
 RUNNER_VARIABLES = ("ACC_ENABLE", "ACC_LEVEL", "ACC_OUTPUT_DIR", "ACC_QUIET")
 STDERR_TAIL = 60  # lines of a failed run's stderr to show
+# Runs the training script as its only child and prints that child's peak
+# resident memory (KiB) last on stderr: the script's own peak, however it
+# was started.
+PEAK_WRAPPER = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:]); "
+                "print('acc-bench-maxrss-kib', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, "
+                "file=sys.stderr); sys.exit(r.returncode)")
+PEAK_LINE = re.compile(r"^acc-bench-maxrss-kib (\d+)$")
+COUNTERS_LINE = re.compile(r"^counters (\{.*\})$")
 
 
 class RunFailed(Exception):
@@ -101,7 +115,10 @@ def clean_env():
     return env
 
 
-LEVEL_TOKENS = ("0", "1", "2", "watch", "0+grads", "1+grads", "2+grads")
+LEVEL_TOKENS = ("0", "1", "2", "watch", "0+grads", "1+grads", "2+grads", "floor")
+# Runs a script with the floor's callback loaded: argv = library, script.
+FLOOR_RUNNER = ("import runpy, sys, torch; torch.ops.load_library(sys.argv[1]); sys.argv = sys.argv[2:]; "
+                "runpy.run_path(sys.argv[0], run_name='__main__')")
 
 
 def parse_levels(text):
@@ -139,7 +156,9 @@ def workload_env(args, script_path):
 def script_env(args, script_path, resnet, mlp, lm):
     name = os.path.basename(script_path)
     if name == "device_train.py":
-        return {"STEPS": str(args.steps), "LAYERS": "8", "WIDTH": "512", "BATCH": "256", **device_env(args)}
+        layers, width, batch = args.mlp
+        return {"STEPS": str(args.steps), "LAYERS": str(layers), "WIDTH": str(width), "BATCH": str(batch),
+                **device_env(args)}
     if name == "resnet_train.py":
         return resnet
     if name == "mlp_train.py":
@@ -154,18 +173,28 @@ def device_env(args):
     if args.device in ("cpu", "cuda"):
         return {"DEVICE": args.device}
     lib = os.path.join(os.path.dirname(os.path.abspath(args.lib)), "libacc_testdev.so")
-    return {"DEVICE": "testdev", "TESTDEV_LIB": lib}
+    env = {"DEVICE": "testdev", "TESTDEV_LIB": lib}
+    # What a real device's launches cost (tests/accelerator/testdev.cpp).
+    if args.launch_us:
+        env["TESTDEV_LAUNCH_US"] = str(args.launch_us)
+    if args.kernel_us:
+        env["TESTDEV_KERNEL_US"] = str(args.kernel_us)
+    return env
 
 
 def run_once(args, python, script_path, config, run_index, out_root):
-    """Runs the script once; returns (step seconds list or None, wall seconds, manifest)."""
+    """Runs the script once; returns (step seconds list or None, wall seconds, manifest, extras): extras
+    holds the peak resident memory (peak_rss_mb) and, on the test accelerator, its counters."""
     env = clean_env()
     workload = workload_env(args, script_path)
     env.update(workload)
     env["PYTHONUNBUFFERED"] = "1"
     shown_env = [f"{k}={v}" for k, v in workload.items()]
     out_dir = None
-    if config["level"] is not None:
+    command = [python, script_path]
+    if config["level"] == "floor":
+        command = [python, "-c", FLOOR_RUNNER, floor_lib(args), script_path]
+    elif config["level"] is not None:
         out_dir = os.path.join(out_root, f"{config['name'].replace(' ', '')}-run{run_index}")
         preload = ":".join(p for p in (args.lib, env.get("LD_PRELOAD", "")) if p)
         acc = {"LD_PRELOAD": preload, "ACC_ENABLE": "1", "ACC_OUTPUT_DIR": out_dir, "ACC_QUIET": "1"}
@@ -179,12 +208,11 @@ def run_once(args, python, script_path, config, run_index, out_root):
         env.update(acc)
         shown_env += [f"{k}={v}" for k, v in acc.items()]
     label = f"{config['name']} run {run_index + 1}"
-    command = [python, script_path]
     config["command"] = " ".join(shlex.quote(x) for x in shown_env + command)
     start = time.perf_counter()
     try:
-        proc = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO,
-                              timeout=args.timeout)
+        proc = subprocess.run([sys.executable, "-c", PEAK_WRAPPER] + command, capture_output=True, text=True,
+                              env=env, cwd=REPO, timeout=args.timeout)
     except subprocess.TimeoutExpired as e:
         stderr = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
         raise RunFailed(f"{label} timed out after {args.timeout} s\n"
@@ -195,16 +223,24 @@ def run_once(args, python, script_path, config, run_index, out_root):
                         f"command: {config['command']}\n--- stderr (last {STDERR_TAIL} lines):\n"
                         f"{tail(proc.stderr)}")
     steps = {}
+    extras = {}
     for line in proc.stdout.splitlines():
         m = STEP_LINE.match(line.strip())
         if m:
             steps[int(m.group(1))] = float(m.group(2))
+        m = COUNTERS_LINE.match(line.strip())
+        if m:
+            extras["counters"] = json.loads(m.group(1))
+    for line in proc.stderr.splitlines():
+        m = PEAK_LINE.match(line.strip())
+        if m:
+            extras["peak_rss_mb"] = int(m.group(1)) / 1024
     step_times = [t for n, t in sorted(steps.items()) if n != 0] if steps else None
     if steps and not step_times:
         raise RunFailed(f"{label}: only the warm-up step printed a time; "
                         f"use --steps 2 or more")
     manifest = None
-    if out_dir is not None:
+    if out_dir is not None and config["level"] != "floor":
         manifest = read_manifest(out_dir)
         if manifest is None:
             raise RunFailed(f"{label}: the recording has no "
@@ -213,7 +249,7 @@ def run_once(args, python, script_path, config, run_index, out_root):
         if manifest.get("status") != "complete":
             raise RunFailed(f"{label}: recording status is "
                             f"{manifest.get('status')!r}, not 'complete'\n{tail(proc.stderr)}")
-    return step_times, wall, manifest
+    return step_times, wall, manifest, extras
 
 
 def tail(text):
@@ -241,13 +277,24 @@ def summarize(config, runs, per_step):
     row["min"] = min(samples)
     row["max"] = max(samples)
     row["process_seconds"] = [r["wall"] for r in runs]
-    if config["level"] is not None:
+    peaks = [r["extras"].get("peak_rss_mb") for r in runs if r["extras"].get("peak_rss_mb") is not None]
+    row["peak_rss_mb"] = statistics.median(peaks) if peaks else None
+    counters = [r["extras"]["counters"] for r in runs if "counters" in r["extras"]]
+    if counters:
+        # Kernels are the same in every run; the device's memory peak too.
+        row["device_kernels"] = counters[-1].get("kernels")
+        row["device_syncs"] = counters[-1].get("synchronizations", 0) + counters[-1].get("scalar_reads", 0) + \
+            counters[-1].get("blocking_copies", 0)
+        if "memory_peak" in counters[-1]:
+            row["device_peak_mb"] = statistics.median(c["memory_peak"] for c in counters) / 2**20
+    if config["level"] is not None and config["level"] != "floor":
         counts = [r["manifest"].get("counts", {}) for r in runs]
         written = [c.get("written") for c in counts]
         row["records_written"] = written[-1]
         row["records_written_all_runs"] = written
-        for key in ("dropped", "capture_errors", "bytes", "ops_seen"):
+        for key in ("dropped", "capture_errors", "bytes", "ops_seen", "recorded"):
             row[key] = counts[-1].get(key)
+        row["device_tensors"] = runs[-1]["manifest"].get("device_stats", {}).get("tensors")
     else:
         row["records_written"] = None
     return row
@@ -255,16 +302,31 @@ def summarize(config, runs, per_step):
 
 def format_table(rows, per_step):
     metric = "median s/step" if per_step else "median s/run"
-    header = ["configuration", metric, "min", "max", "ratio", "per-op ns", "MB/step", "records written"]
+    header = ["configuration", metric, "min", "max", "ratio", "per-op ns", "MB/step", "peak MB"]
+    floor = any(r["level"] == "floor" for r in rows)
+    if floor:
+        header.append("above floor us/op")
+    device = any(r.get("device_kernels") is not None for r in rows)
+    if device:
+        header += ["device peak MB", "kernels", "+/op", "+/tensor", "syncs"]
+    header.append("records written")
     lines = []
     for r in rows:
         written = "-" if r["records_written"] is None else str(r["records_written"])
-        if r["level"] is not None and len(set(r["records_written_all_runs"])) > 1:
+        if r["level"] not in (None, "floor") and len(set(r["records_written_all_runs"])) > 1:
             written += " (varied: " + ",".join(str(w) for w in r["records_written_all_runs"]) + ")"
         per_op = "-" if r.get("per_op_ns") is None else f"{r['per_op_ns']:.0f}"
         per_step_mb = "-" if r.get("bytes_per_step") is None else f"{r['bytes_per_step'] / 1e6:.2f}"
-        lines.append([r["config"], f"{r['median']:.4f}", f"{r['min']:.4f}", f"{r['max']:.4f}",
-                      f"{r['ratio']:.2f}x", per_op, per_step_mb, written])
+        peak = "-" if r.get("peak_rss_mb") is None else f"{r['peak_rss_mb']:.0f}"
+        cells = [r["config"], f"{r['median']:.4f}", f"{r['min']:.4f}", f"{r['max']:.4f}",
+                 f"{r['ratio']:.2f}x", per_op, per_step_mb, peak]
+        if floor:
+            cells.append(device_cell(r.get("above_floor_us_per_op"), ".2f"))
+        if device:
+            cells += [device_cell(r.get("device_peak_mb"), ".1f"), device_cell(r.get("device_kernels"), "d"),
+                      device_cell(r.get("kernels_per_op"), ".2f"), device_cell(r.get("kernels_per_tensor"), ".2f"),
+                      device_cell(r.get("device_syncs"), "d")]
+        lines.append(cells + [written])
     widths = [max(len(h), *(len(l[i]) for l in lines)) for i, h in enumerate(header)]
     out = []
     def fmt(cells):
@@ -276,6 +338,14 @@ def format_table(rows, per_step):
     out.append("  ".join("-" * w for w in widths))
     out.extend(fmt(l) for l in lines)
     return "\n".join(out)
+
+
+def floor_lib(args):
+    return os.path.join(os.path.dirname(os.path.abspath(args.lib)), "libacc_callback_floor.so")
+
+
+def device_cell(value, spec):
+    return "-" if value is None else format(value, spec)
 
 
 def main(argv):
@@ -308,6 +378,15 @@ def main(argv):
                              "instead of each one's repeats back to back; steadier ratios on a busy machine")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds allowed per run (default 1800)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    parser.add_argument("--mlp", default="8,512,256", metavar="LAYERS,WIDTH,BATCH",
+                        help="tests/scripts/device_train.py's model: hidden layers, width and batch rows "
+                             "(default 8,512,256)")
+    parser.add_argument("--launch-us", type=int, default=0,
+                        help="--device testdev: host microseconds each kernel launch costs (TESTDEV_LAUNCH_US; "
+                             "a GPU's are a few, an NPU's more)")
+    parser.add_argument("--kernel-us", type=int, default=0,
+                        help="--device testdev: device microseconds each kernel takes on the device's own "
+                             "timeline, which .item() waits for (TESTDEV_KERNEL_US)")
     parser.add_argument("--device", choices=("cpu", "testdev", "cuda"), default="cpu",
                         help="for tests/scripts/device_train.py: train on the CPU, on the test accelerator "
                              "(build/lib/libacc_testdev.so) or on CUDA; see bench/device_overhead.py")
@@ -319,6 +398,12 @@ def main(argv):
         usage_error(parser, f"--levels: {e} is not one of {', '.join(LEVEL_TOKENS)} (give a comma-separated list)")
     if args.repeats < 1:
         usage_error(parser, "--repeats must be at least 1")
+    try:
+        args.mlp = tuple(int(x) for x in args.mlp.split(","))
+        if len(args.mlp) != 3 or min(args.mlp) < 1:
+            raise ValueError
+    except ValueError:
+        usage_error(parser, f"--mlp: {args.mlp} is not three positive integers LAYERS,WIDTH,BATCH (e.g. 4,64,32)")
     if args.steps < 1 or args.batch < 1 or args.size < 1:
         usage_error(parser, "--steps, --batch and --size must be at least 1")
     script_path = args.script if os.path.isabs(args.script) else os.path.join(REPO, args.script)
@@ -337,8 +422,11 @@ def main(argv):
         log("overhead.py: no Python interpreter can import torch (install python3-torch or set ACC_PYTHON)")
         return 1
 
+    if "floor" in levels and not os.path.isfile(floor_lib(args)):
+        usage_error(parser, f"--levels floor: {floor_lib(args)} not found; build bench/ (cmake --build build)")
+    names = {"watch": "watch naninf", "floor": "floor"}
     configs = [{"name": "unrecorded", "level": None}] + \
-              [{"name": "watch naninf" if lv == "watch" else f"level {lv}", "level": lv} for lv in levels]
+              [{"name": names.get(lv, f"level {lv}"), "level": lv} for lv in levels]
     passed_acc = sorted(f"{k}={v}" for k, v in os.environ.items()
                         if k.startswith("ACC_") and k not in RUNNER_VARIABLES and k != "ACC_PYTHON")
     command_line = " ".join(shlex.quote(x) for x in [sys.executable, os.path.abspath(__file__)] + argv)
@@ -364,11 +452,12 @@ def main(argv):
             order = [(c, i) for c in configs for i in range(args.repeats)]
         for config, i in order:
             try:
-                step_times, wall, manifest = run_once(args, python, script_path, config, i, out_root)
+                step_times, wall, manifest, extras = run_once(args, python, script_path, config, i, out_root)
             except RunFailed as e:
                 log(f"overhead.py: {e}")
                 return 1
-            results[config["name"]].append({"step_times": step_times, "wall": wall, "manifest": manifest})
+            results[config["name"]].append({"step_times": step_times, "wall": wall, "manifest": manifest,
+                                            "extras": extras})
             timing = (f"steps {' '.join(f'{t:.3f}' for t in step_times)} s" if step_times
                       else f"process {wall:.2f} s")
             written = "" if manifest is None else f", {manifest['counts'].get('written')} records"
@@ -382,11 +471,23 @@ def main(argv):
             r["ratio"] = r["median"] / base if base > 0 else float("nan")
             # What the recorder costs per op the script runs, and writes per
             # step (every step recorded; step 0's ops counted too).
-            if r["level"] is not None and r.get("ops_seen"):
+            if r["level"] not in (None, "floor") and r.get("ops_seen"):
                 ops_per_step = r["ops_seen"] / args.steps
                 r["ops_per_step"] = ops_per_step
                 r["per_op_ns"] = (r["median"] - base) / ops_per_step * 1e9 if per_step else None
                 r["bytes_per_step"] = (r.get("bytes") or 0) / args.steps
+                floor = next((f for f in rows if f["level"] == "floor"), None)
+                if floor is not None and per_step:
+                    r["above_floor_us_per_op"] = (r["median"] - floor["median"]) / ops_per_step * 1e6
+            # Device kernels acc adds, per record and per device tensor it summarised.
+            if r["level"] not in (None, "floor") and r.get("device_kernels") is not None and \
+                    rows[0].get("device_kernels") is not None:
+                added = r["device_kernels"] - rows[0]["device_kernels"]
+                r["kernels_added"] = added
+                if r.get("recorded"):
+                    r["kernels_per_op"] = added / r["recorded"]
+                if r.get("device_tensors"):
+                    r["kernels_per_tensor"] = added / r["device_tensors"]
 
         timing_note = ("time per training step, parsed from the script's `step N ... time T` lines "
                        "(step 0, the warm-up, is skipped); process start-up and `import torch` excluded"

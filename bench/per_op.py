@@ -9,6 +9,10 @@ elements), encoding and the hand-over to the writer thread. Configurations,
 run round-robin in fresh processes, --repeats times each:
 
   unrecorded   no LD_PRELOAD
+  floor        no LD_PRELOAD; bench/callback_floor.cpp loaded: a dispatcher
+               callback that boxes each op's inputs and outputs and does
+               nothing, the floor of any observer (build/lib/
+               libacc_callback_floor.so)
   observer     LD_PRELOAD with ACC_STEPS=999: the callback runs for every
                op, nothing is recorded (the loop never reaches step 999)
   level N      every op recorded at ACC_LEVEL=N
@@ -39,6 +43,8 @@ LOOP = r"""
 import sys, time, torch
 torch.set_num_threads(1)
 n = int(sys.argv[1])
+if len(sys.argv) > 2:
+    torch.ops.load_library(sys.argv[2])  # the floor's callback
 x, y = torch.zeros(16), torch.ones(16)
 for _ in range(1000):
     torch.add(x, y)
@@ -55,9 +61,12 @@ print(best / n * 1e9)
 def run(python, ops, lib, settings, out_dir):
     env = clean_env()
     env["OMP_NUM_THREADS"] = "1"
-    if lib is not None:
+    extra = []
+    if settings.get("floor"):
+        extra = [settings["floor"]]
+    elif lib is not None:
         env.update(LD_PRELOAD=lib, ACC_QUIET="1", ACC_OUTPUT_DIR=out_dir, **settings)
-    done = subprocess.run([python, "-c", LOOP, str(ops)], env=env, capture_output=True, text=True)
+    done = subprocess.run([python, "-c", LOOP, str(ops)] + extra, env=env, capture_output=True, text=True)
     if done.returncode != 0:
         log(done.stderr[-4000:])
         raise SystemExit(f"per_op: a run failed (exit {done.returncode}): {settings or 'unrecorded'}")
@@ -86,6 +95,11 @@ def main():
         parser.error("no Python can import torch: install python3-torch or set ACC_PYTHON")
 
     configs = [("unrecorded", None, {})]
+    floor = os.path.join(os.path.dirname(libs[-1]), "libacc_callback_floor.so")
+    if os.path.exists(floor):
+        configs.append(("floor", None, {"floor": floor}))
+    else:
+        log(f"per_op: {floor} not found (build bench/): no floor row")
     for i, lib in enumerate(libs):
         tag = f" [lib {i + 1}]" if len(libs) > 1 else ""
         configs.append((f"observer{tag}", lib, {"ACC_STEPS": "999"}))
@@ -99,12 +113,14 @@ def main():
     base = statistics.median(samples["unrecorded"])
     for i, lib in enumerate(libs):
         print(f"lib {i + 1}: {lib}")
-    print(f"{'configuration':<22} {'ns/op':>8} {'min':>8} {'max':>8} {'added ns':>9}")
+    floor_ns = statistics.median(samples["floor"]) if "floor" in samples else None
+    print(f"{'configuration':<22} {'ns/op':>8} {'min':>8} {'max':>8} {'added ns':>9} {'above floor ns':>15}")
     for name, _, _ in configs:
         s = samples[name]
         median = statistics.median(s)
         added = "-" if name == "unrecorded" else f"{median - base:.0f}"
-        print(f"{name:<22} {median:8.0f} {min(s):8.0f} {max(s):8.0f} {added:>9}")
+        above = "-" if floor_ns is None or name in ("unrecorded", "floor") else f"{median - floor_ns:.0f}"
+        print(f"{name:<22} {median:8.0f} {min(s):8.0f} {max(s):8.0f} {added:>9} {above:>15}")
     return 0
 
 

@@ -49,6 +49,9 @@ struct Config {
   bool nested = false;
   bool dedup = true;  // each tensor content recorded once (recorder/content_store.h)
   uint64_t buffer_mb = 256;
+  // Device tensors whose statistics are computed together
+  // (recorder/stats_batch.h); 1: each alone, as soon as it is captured.
+  uint64_t device_batch = 512;
   int zstd_level = 1;        // record frames
   int data_zstd_level = -1;  // data frames: float bytes barely compress, fast levels store them nearly as is
   uint64_t frame_kb = 1024;

@@ -12,6 +12,7 @@
 
 #include "format/record.h"
 #include "recorder/content_store.h"
+#include "recorder/stats_batch.h"
 
 namespace acc::recorder {
 
@@ -19,7 +20,8 @@ namespace acc::recorder {
 // kernels; readable once the event that follows the copy has completed.
 struct DeviceValues {
   size_t tensor = 0;  // index in tensors
-  at::Tensor stats;   // host, kDeviceStatsSize float64 (level >= 1), or undefined
+  at::Tensor stats;   // host, kDeviceStatsSize float64 (level >= 1, summarised alone), or undefined
+  StatsTicket batched;  // level >= 1, summarised in a batch (stats_batch.h)
   at::Tensor data;    // host, the tensor's bytes in row-major order (level 2), or undefined
 };
 
@@ -32,7 +34,7 @@ struct WatchHold {
   std::vector<uint32_t> versions;
   std::vector<size_t> overwritten;           // indices in `tensors`
   std::vector<int8_t> overwritten_nonfinite; // per entry: a Finiteness (CPU), -1 (device: below)
-  std::vector<at::Tensor> overwritten_extremes;  // 2 per device entry, in order
+  std::vector<StatsTicket> overwritten_stats;  // 1 per device entry, in order
 };
 
 struct CapturedOp : format::OpRecord {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <optional>
 
 #include "recorder/tensor_stats.h"
 
@@ -44,7 +45,16 @@ class InFlightOp final : public InFlightRecord {
     for (const c10::Event& e : op_->events) {
       if (!e.query()) return false;
     }
+    for (const DeviceValues& v : op_->device_values) {
+      if (v.batched.flight && !v.batched.flight->arrived()) return false;
+    }
     return true;
+  }
+
+  void nudge() override {
+    for (const DeviceValues& v : op_->device_values) {
+      if (v.batched.flight && !v.batched.flight->launched()) v.batched.owner->flushIfOpen(v.batched.flight.get());
+    }
   }
 
   std::string encode() override {
@@ -53,6 +63,14 @@ class InFlightOp final : public InFlightRecord {
       if (v.stats.defined()) {
         t.stats = statsFromBuffer(v.stats, statsElements(t));
         t.has_stats = true;
+      }
+      if (v.batched.flight) {
+        // Without statistics (counted by the batch) when they could not be
+        // taken: never wrong ones.
+        if (std::optional<format::Stats> s = v.batched.flight->stats(v.batched.slot)) {
+          t.stats = *s;
+          t.has_stats = true;
+        }
       }
       if (v.data.defined()) {
         t.data.assign(static_cast<const char*>(v.data.data_ptr()), v.data.nbytes());
@@ -86,19 +104,25 @@ c10::Event recordEvent(const c10::Device& device) {
   return event;
 }
 
-void captureOnDevice(const at::Tensor& t, int level, size_t index, CapturedOp& op, bool with_stats) {
+void captureOnDevice(const at::Tensor& t, int level, size_t index, CapturedOp& op, StatsBatch* batch,
+                     bool with_stats) {
   const c10::DeviceType type = t.device().type();
   DeviceValues values;
   values.tensor = index;
-  if (level >= 1 && with_stats) {
-    values.stats = hostBuffer({kDeviceStatsSize}, at::kDouble, type);
-    values.stats.copy_(deviceStats(t), /*non_blocking=*/true);
-  }
   if (level >= 2) {
+    // Before the batch may run (add() below), so the data is taken first.
     values.data = hostBuffer(t.sizes(), t.scalar_type(), type);
     values.data.copy_(t, /*non_blocking=*/true);
   }
-  if (!values.stats.defined() && !values.data.defined()) return;
+  if (level >= 1 && with_stats) {
+    if (batch != nullptr) {
+      values.batched = batch->add(t);
+    } else {
+      values.stats = hostBuffer({kDeviceStatsSize}, at::kDouble, type);
+      values.stats.copy_(deviceStats(t), /*non_blocking=*/true);
+    }
+  }
+  if (!values.stats.defined() && !values.data.defined() && !values.batched.flight) return;
   op.device_values.push_back(std::move(values));
   if (std::find(op.unmarked.begin(), op.unmarked.end(), t.device()) == op.unmarked.end()) {
     op.unmarked.push_back(t.device());

@@ -20,7 +20,10 @@ namespace acc::recorder {
 
 // Queues the statistics (level >= 1) and data (level 2) of device tensor
 // `t`, which is op.tensors[index]; `with_stats` false: the data alone.
-void captureOnDevice(const at::Tensor& t, int level, size_t index, CapturedOp& op, bool with_stats = true);
+// Statistics join `batch` (stats_batch.h); null: summarised alone now by
+// recorder::deviceStats (about 15 launches: one op's find).
+void captureOnDevice(const at::Tensor& t, int level, size_t index, CapturedOp& op, StatsBatch* batch,
+                     bool with_stats = true);
 
 // Records an event on the current stream of each device that has copies
 // queued since the last call: called at the end of each capture batch.

@@ -20,6 +20,9 @@ class InFlightRecord {
   virtual std::string encode() = 0;
   // Host memory it holds (staging buffers), counted against the queue budget.
   virtual uint64_t heldBytes() const = 0;
+  // The writer has waited a while for it: start what it still waits for
+  // (a batch of device statistics not yet launched).
+  virtual void nudge() {}
 };
 
 // What the writer's queue holds: encoded bytes, or a record in flight.

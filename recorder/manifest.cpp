@@ -36,6 +36,7 @@ nlohmann::json configToJson(const env::Config& c) {
       {"nested", c.nested},
       {"dedup", c.dedup},
       {"buffer_mb", c.buffer_mb},
+      {"device_batch", c.device_batch},
       {"zstd_level", c.zstd_level},
       {"data_zstd_level", c.data_zstd_level},
       {"frame_kb", c.frame_kb},

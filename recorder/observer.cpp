@@ -3,6 +3,8 @@
 #include <ATen/core/function_schema.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <optional>
 #include <chrono>
 #include <cstring>
 #include <algorithm>
@@ -140,6 +142,33 @@ std::unique_ptr<CapturedOp> newRecord(Session& s, std::string name, std::string 
   return r;
 }
 
+// The value an op fills all of its output with, when its name and
+// arguments say so (zero_grad's zero_, ones_like, fill_ with a number).
+std::optional<double> filledWith(const CapturedOp& r) {
+  static const char* const kZeros[] = {"aten::zero_", "aten::zeros", "aten::zeros_like", "aten::new_zeros"};
+  static const char* const kOnes[] = {"aten::ones", "aten::ones_like", "aten::new_ones"};
+  for (const char* name : kZeros) {
+    if (r.op == name) return 0.0;
+  }
+  for (const char* name : kOnes) {
+    if (r.op == name) return 1.0;
+  }
+  if (r.op == "aten::fill_" && r.has_overload && r.overload != "Scalar") return std::nullopt;
+  if (r.op == "aten::fill_") {
+    // fill_(self, value): the value's text when it is a number (fill_.Tensor
+    // passes a tensor, which has none).
+    for (const format::Scalar& a : r.scalars) {
+      if (a.position != 1 || a.value.empty()) continue;
+      if (a.value == "True") return 1.0;
+      if (a.value == "False") return 0.0;
+      char* end = nullptr;
+      const double v = std::strtod(a.value.c_str(), &end);
+      if (end != nullptr && *end == '\0') return v;
+    }
+  }
+  return std::nullopt;
+}
+
 // `dedup` false: every tensor captured whole (a collective's results,
 // written where no version counter sees them). `first_metadata`: argument 0
 // holds no data yet (the buffer a collective fills).
@@ -158,6 +187,8 @@ void captureAll(Session& s, c10::ArrayRef<const c10::IValue> values, Role role, 
     tls.last_device = d;
   };
   capture.contents = r.watch || !dedup ? nullptr : s.contents();
+  capture.batch = s.statsBatch();
+  if (role == Role::Output) capture.constant = filledWith(r);
   if (role == Role::Output && outputsUninitialized(r.op)) {
     capture.uninitialized = [](const at::Tensor&) { return true; };
   } else if (role == Role::Input || role == Role::Output) {
@@ -497,7 +528,13 @@ std::unique_ptr<at::ObserverContext> onStart(const at::RecordFunction& fn) {
   if (scope != at::RecordScope::FUNCTION && scope != at::RecordScope::BACKWARD_FUNCTION) {
     return nullptr;
   }
-  if (isProfilerEvent(fn.name()) || isCompileScope(fn.name())) return nullptr;
+  if (isProfilerEvent(fn.name())) return nullptr;
+  if (isCompileScope(fn.name())) {
+    // Compiled kernels write memory without the dispatcher seeing it: the
+    // device tensors waiting for their statistics are summarised first.
+    if (StatsBatch* batch = s->statsBatch()) batch->flush();
+    return nullptr;
+  }
   if (isEngineScope(fn.name())) {
     auto ctx = std::make_unique<OpContext>();
     ctx->engine_scope = true;
@@ -517,15 +554,28 @@ std::unique_ptr<at::ObserverContext> onStart(const at::RecordFunction& fn) {
   } catch (...) {
     s->counts().capture_errors.fetch_add(1, std::memory_order_relaxed);
   }
-  if (!ctx->named) return ctx;
-  try {
-    if (backward) startBackward(*s, fn, *ctx);
-    else startForward(*s, fn, *ctx);
-    if (tape != nullptr && !backward && tls.depth == 1) RandomTape::outerNumbered(ctx->number);
-  } catch (...) {
-    // acc must never fail the op it observes.
-    s->counts().capture_errors.fetch_add(1, std::memory_order_relaxed);
-    ctx->record.reset();
+  if (ctx->named) {
+    try {
+      if (backward) startBackward(*s, fn, *ctx);
+      else startForward(*s, fn, *ctx);
+      if (tape != nullptr && !backward && tls.depth == 1) RandomTape::outerNumbered(ctx->number);
+    } catch (...) {
+      // acc must never fail the op it observes.
+      s->counts().capture_errors.fetch_add(1, std::memory_order_relaxed);
+      ctx->record.reset();
+    }
+  }
+  // Every op, recorded or not (a nested op may write what an outer op only
+  // reads), after its own inputs joined the batch: device tensors it is
+  // about to write are copied first; a collective writes behind the
+  // dispatcher, so the batch runs before it.
+  if (StatsBatch* batch = s->statsBatch(); batch != nullptr && !backward) {
+    try {
+      if (ctx->collective) batch->flush();
+      else batch->beforeOp(fn);
+    } catch (...) {
+      s->counts().capture_errors.fetch_add(1, std::memory_order_relaxed);
+    }
   }
   return ctx;
 }

@@ -221,7 +221,7 @@ void RandomTape::save(const at::Tensor& t, const Key& key, const char* op, size_
   const bool here = t.device().is_cpu();
   r->tensors.push_back(captureTensor(t, format::Role::Output, static_cast<uint32_t>(output), 0, here ? 2 : 0));
   if (!here) {
-    captureOnDevice(t, 2, 0, *r, /*with_stats=*/false);
+    captureOnDevice(t, 2, 0, *r, /*batch=*/nullptr, /*with_stats=*/false);
     markCopies(*r);
   }
   bool queued;

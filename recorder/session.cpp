@@ -69,7 +69,9 @@ Session::Session(const env::Config& config, int64_t rank, std::string dir)
       pid_(::getpid()),
       start_ns_(unixNowNs()),
       selector_(config),
-      watch_(config.watch == env::Watch::NanInf ? std::make_unique<Watch>(config) : nullptr) {}
+      // Waiting tensors only acc holds: an eighth of the writer's budget.
+      stats_batch_(config.device_batch, (config.buffer_mb << 20) / 8),
+      watch_(config.watch == env::Watch::NanInf ? std::make_unique<Watch>(config, stats_batch_) : nullptr) {}
 
 Session* Session::active() { return g_active.load(std::memory_order_acquire); }
 
@@ -145,6 +147,7 @@ void Session::stop() {
   g_session = nullptr;
   g_active.store(nullptr, std::memory_order_release);
   observer::uninstall();
+  s->stats_batch_.flush();
   if (s->watch_) s->watch_->drain(*s);
   if (s->random_) s->random_->stop();
   s->writer_->stop();
@@ -169,6 +172,8 @@ void Session::advanceStep() {
   unlinked_numbers_.store(0, std::memory_order_relaxed);
   links_.clear();
   numerics_.sample();
+  // A step's device statistics in one batch, at most.
+  stats_batch_.flush();
 }
 
 bool Session::emit(std::string record) { return writer_->submit(std::move(record)); }
@@ -217,6 +222,7 @@ void Session::writeManifest(const char* status) {
         {"frames", w.frames},
         {"bytes", w.bytes_written}}},
       {"contents", contents_.countsJson()},
+      {"device_stats", stats_batch_.countsJson()},
       {"io_error", writer_->ioError()},
   };
   if (watch_) m["watch"] = watch_->toJson();

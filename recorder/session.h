@@ -18,6 +18,7 @@
 #include "recorder/selector.h"
 #include "recorder/uninitialized_memory.h"
 #include "recorder/stack_registry.h"
+#include "recorder/stats_batch.h"
 #include "recorder/watch.h"
 #include "recorder/writer.h"
 
@@ -56,6 +57,11 @@ class Session {
   const std::string& dir() const { return dir_; }
   // Null when ACC_DEDUP=0 or at level 0 (no values to deduplicate).
   ContentStore* contents() { return config_.dedup && config_.level >= 1 ? &contents_ : nullptr; }
+  // Device statistics in batches (ACC_DEVICE_BATCH=1: of one tensor each);
+  // null when nothing is summarised (level 0 without the watch).
+  StatsBatch* statsBatch() {
+    return config_.level >= 1 || config_.watch != env::Watch::Off ? &stats_batch_ : nullptr;
+  }
 
   // Training step, advanced at the end of every Optimizer.step.
   int64_t step() const { return step_.load(std::memory_order_relaxed); }
@@ -89,6 +95,7 @@ class Session {
   SessionCounts counts_;
   NumericSettings numerics_;
   ContentStore contents_;
+  StatsBatch stats_batch_;
   std::unique_ptr<Watch> watch_;
   std::unique_ptr<RandomTape> random_;
   std::string random_error_;  // why ACC_RANDOM is not in effect

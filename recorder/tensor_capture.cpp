@@ -7,6 +7,7 @@
 
 #include "recorder/device_capture.h"
 #include "recorder/tensor_stats.h"
+#include "recorder/dtypes.h"
 #include "recorder/torch_compat.h"
 
 namespace acc::recorder {
@@ -135,7 +136,13 @@ void captureValue(const c10::IValue& value, format::Role role, uint32_t position
       out.has_stats = true;
       out.has_data = level >= 2;
     } else if (values && !t.device().is_cpu()) {
-      captureOnDevice(t, level, record.tensors.size() - 1, record);
+      std::optional<format::Stats> known;
+      if (capture.constant) known = constantStats(*capture.constant, t.scalar_type(), statsElements(out));
+      if (known) {
+        out.stats = *known;
+        out.has_stats = true;
+      }
+      if (!known || level >= 2) captureOnDevice(t, level, record.tensors.size() - 1, record, capture.batch, !known);
     }
     if (capture.devices) capture.devices(record.tensors.back().device);
     if (capture.hold != nullptr) {

@@ -50,6 +50,10 @@ struct Capture {
   // True for a tensor holding uninitialized memory: metadata only, flagged.
   std::function<bool(const at::Tensor&)> uninitialized;
   ContentStore* contents = nullptr;  // null: every tensor captured whole
+  StatsBatch* batch = nullptr;  // device statistics in batches; null: each tensor's alone
+  // Outputs of an op that fills them with one value (zero_, ones_like):
+  // device tensors' statistics are known without a kernel.
+  std::optional<double> constant;
   WatchHold* hold = nullptr;  // ACC_WATCH: each tensor captured is held here too
   // Held from the first tensor whose capture calls ops to the end of the batch.
   mutable LazyCaptureGuard guard;

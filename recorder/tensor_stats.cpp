@@ -213,6 +213,9 @@ bool withScanType(at::ScalarType type, F&& f) {
   }
 }
 
+
+}  // namespace
+
 at::ScalarType sameWidthInteger(size_t bytes) {
   switch (bytes) {
     case 1: return at::kByte;
@@ -221,8 +224,6 @@ at::ScalarType sameWidthInteger(size_t bytes) {
     default: return at::kLong;
   }
 }
-
-}  // namespace
 
 format::Stats tensorStatsFused(const at::Tensor& cpu_tensor) {
   at::Tensor t = cpu_tensor.is_complex() ? at::view_as_real(cpu_tensor) : cpu_tensor;
@@ -248,23 +249,6 @@ constexpr int64_t kSumBlock = 1024;
 // Elements per checksum chunk: bounds the int64 temporary to 8 bytes per
 // element of one chunk, whatever the tensor's size.
 constexpr int64_t kChecksumChunk = int64_t{1} << 20;
-
-// The checksum weights 1, 3, 5, ... for one chunk, made once per device and
-// kept (8 MiB at most per device): a chunk starting at element b weighs
-// element b+i by (2i+1) + 2b, so one tensor serves every chunk.
-at::Tensor checksumWeights(const at::Device& device, int64_t len) {
-  static std::mutex mutex;
-  // Never destroyed: a device tensor must not be freed by a static
-  // destructor after the device's runtime has shut down.
-  static auto* cache = new std::map<std::string, at::Tensor>();
-  std::lock_guard<std::mutex> lock(mutex);
-  at::Tensor& w = (*cache)[device.str()];
-  if (!w.defined() || w.numel() < len) {
-    const int64_t size = std::max<int64_t>(len, std::min<int64_t>(kChecksumChunk, int64_t{1} << 16));
-    w = at::arange(1, 2 * size + 1, 2, at::TensorOptions().dtype(at::kLong).device(device));
-  }
-  return w.narrow(0, 0, len);
-}
 
 // A flat tensor as its whole blocks of kSumBlock elements ([k, kSumBlock])
 // and the tail that fills no block; either may be empty.
@@ -336,6 +320,23 @@ constexpr int64_t kWidenLimit = kChecksumChunk;
 
 }  // namespace
 
+// The checksum weights 1, 3, 5, ... for one chunk, made once per device and
+// kept (8 MiB at most per device): a chunk starting at element b weighs
+// element b+i by (2i+1) + 2b, so one tensor serves every chunk.
+at::Tensor checksumWeights(const at::Device& device, int64_t len) {
+  static std::mutex mutex;
+  // Never destroyed: a device tensor must not be freed by a static
+  // destructor after the device's runtime has shut down.
+  static auto* cache = new std::map<std::string, at::Tensor>();
+  std::lock_guard<std::mutex> lock(mutex);
+  at::Tensor& w = (*cache)[device.str()];
+  if (!w.defined() || w.numel() < len) {
+    const int64_t size = std::max<int64_t>(len, std::min<int64_t>(kChecksumChunk, int64_t{1} << 16));
+    w = at::arange(1, 2 * size + 1, 2, at::TensorOptions().dtype(at::kLong).device(device));
+  }
+  return w.narrow(0, 0, len);
+}
+
 at::Tensor deviceStats(const at::Tensor& tensor) {
   at::Tensor t = tensor.is_complex() ? at::view_as_real(tensor) : tensor;
   at::Tensor flat = t.reshape({-1});
@@ -395,6 +396,32 @@ format::Stats statsFromBuffer(const at::Tensor& host, uint64_t elements) {
   s.max = nan ? q : r[1];
   s.mean = nan ? q : elements > 0 ? r[2] / static_cast<double>(elements) : 0.0;
   s.norm = nan ? q : std::sqrt(r[3]);
+  return s;
+}
+
+std::optional<format::Stats> constantStats(double value, at::ScalarType dtype, uint64_t elements) {
+  if (at::isComplexType(dtype) || dtypeOf(dtype) == format::Dtype::Unknown) return std::nullopt;
+  // One element as the type holds it (0.1 in bfloat16, 1.5 in an int),
+  // with the fused pass's own reading of it.
+  at::Tensor one;
+  try {
+    one = at::scalar_tensor(value, at::TensorOptions().dtype(dtype));
+  } catch (const std::exception&) {
+    return std::nullopt;  // not a value of this type (the op itself refused it)
+  }
+  format::Stats element = tensorStatsFused(one);
+  format::Stats s;
+  if (elements == 0) return s;
+  const double n = static_cast<double>(elements);
+  s.nan_count = element.nan_count * elements;
+  s.inf_count = element.inf_count * elements;
+  // sum over i < n of bits (2i + 1) = bits n^2 (mod 2^64); one element's
+  // checksum is its bits.
+  s.checksum = element.checksum * elements * elements;
+  s.min = element.min;
+  s.max = element.max;
+  s.mean = element.mean;
+  s.norm = std::isnan(element.norm) ? element.norm : std::fabs(element.min) * std::sqrt(n);
   return s;
 }
 

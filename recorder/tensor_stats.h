@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <ATen/ATen.h>
 
 #include "format/record.h"
@@ -30,6 +31,20 @@ bool statsReadInPlace(const at::Tensor& t);
 // (summed in blocks in their own precision, never copied whole).
 constexpr int64_t kDeviceStatsSize = 7;
 at::Tensor deviceStats(const at::Tensor& t);
+// The checksum's weights 1, 3, 5, ... (2 len - 1) as int64 on `device`,
+// made once per device and kept (8 MiB at most per device).
+at::Tensor checksumWeights(const at::Device& device, int64_t len);
+// The unsigned (1 byte) or signed integer type of an element's width, whose
+// widening to int64 the checksum weighs: ATen widens uint8 by zeros, the
+// others by their sign, as the fused pass does.
+at::ScalarType sameWidthInteger(size_t bytes);
+
+// The statistics of a real tensor of `elements` elements of `dtype`, each
+// holding `value` (as that type holds it): what an op that fills a tensor
+// (zero_, fill_, ones_like) made, known without reading it. nullopt for
+// complex and unknown types.
+std::optional<format::Stats> constantStats(double value, at::ScalarType dtype, uint64_t elements);
+
 // The elements the statistics run over: a complex tensor's reals.
 uint64_t statsElements(const format::Tensor& t);
 // Reads such a buffer once it is on the host; `elements` turns the sum into

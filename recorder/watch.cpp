@@ -37,21 +37,9 @@ bool replacesWhole(std::string_view op) {
   return false;
 }
 
-// The extremes of one device's tensors, stacked into one buffer that one
-// copy brings to the host.
-struct DeviceBatch {
-  c10::Device device;
-  std::vector<at::Tensor> values;  // 2 per tensor
-  std::vector<size_t> tensors;     // record tensor of each pair
-};
-
-DeviceBatch& batchFor(std::vector<DeviceBatch>& batches, const c10::Device& device) {
-  for (DeviceBatch& b : batches) {
-    if (b.device == device) return b;
-  }
-  batches.push_back({device, {}, {}});
-  return batches.back();
-}
+// How long an op waits for its device tensors' batch before the watch
+// starts it (a batch otherwise runs at the step's end or when full).
+constexpr auto kNudgeAfter = std::chrono::milliseconds(200);
 
 std::string positions(const std::vector<uint32_t>& list) {
   std::string out;
@@ -75,9 +63,11 @@ void Watch::noteOverwrittenInputs(CapturedOp& r) {
         if (!t.is_non_overlapping_and_dense()) guard.need();
         h.overwritten_nonfinite.push_back(static_cast<int8_t>(hostFiniteness(t)));
       } else {
+        // Joins the batch now; the op's write then copies it first
+        // (StatsBatch::beforeOp), so the counts are of what it held.
         guard.need();
         h.overwritten_nonfinite.push_back(-1);
-        deviceExtremes(t, h.overwritten_extremes);
+        h.overwritten_stats.push_back(batch_.add(t));
       }
     }
   } catch (...) {
@@ -94,7 +84,6 @@ void Watch::check(Entry& e) {
   e.overwritten.assign(op.tensors.size(), false);
   e.storages.assign(op.tensors.size(), nullptr);
   LazyCaptureGuard guard;
-  std::vector<DeviceBatch> batches;
   for (size_t i = 0; i < n; ++i) {
     if (isInput(op.tensors[i].role) && h.versions[i] != kNoVersion && versionOf(h.tensors[i]) != h.versions[i]) {
       e.overwritten[i] = true;
@@ -105,16 +94,11 @@ void Watch::check(Entry& e) {
   }
   // What the overwritten inputs held before the op: known on the CPU, on
   // their way from a device.
-  for (size_t k = 0, pair = 0; k < h.overwritten.size() && k < h.overwritten_nonfinite.size(); ++k) {
+  for (size_t k = 0, device = 0; k < h.overwritten.size() && k < h.overwritten_nonfinite.size(); ++k) {
     if (h.overwritten_nonfinite[k] >= 0) {
       e.nonfinite[h.overwritten[k]] = h.overwritten_nonfinite[k];
-    } else if (2 * pair + 1 < h.overwritten_extremes.size()) {
-      const at::Tensor& min = h.overwritten_extremes[2 * pair];
-      DeviceBatch& b = batchFor(batches, min.device());
-      b.values.push_back(min);
-      b.values.push_back(h.overwritten_extremes[2 * pair + 1]);
-      b.tensors.push_back(h.overwritten[k]);
-      ++pair;
+    } else if (device < h.overwritten_stats.size()) {
+      e.device.push_back({h.overwritten[k], std::move(h.overwritten_stats[device++])});
     }
   }
   for (size_t i = 0; i < n; ++i) {
@@ -133,44 +117,40 @@ void Watch::check(Entry& e) {
       if (!t.is_non_overlapping_and_dense()) guard.need();
       e.nonfinite[i] = static_cast<int8_t>(hostFiniteness(t));
     } else {
+      // Counted in a batch with the other ops' device tensors: no launch of
+      // its own (about 20 per batch and element type).
       guard.need();
-      DeviceBatch& b = batchFor(batches, t.device());
-      deviceExtremes(t, b.values);
-      b.tensors.push_back(i);
+      e.device.push_back({i, batch_.add(t)});
     }
   }
-  for (DeviceBatch& b : batches) {
-    // One buffer per device: extremes of mixed types meet as float64.
-    bool mixed = false;
-    for (const at::Tensor& v : b.values) mixed = mixed || v.scalar_type() != b.values.front().scalar_type();
-    if (mixed) {
-      for (at::Tensor& v : b.values) v = v.to(at::kDouble);
-    }
-    at::Tensor stacked = at::stack(b.values);
-    at::Tensor host = hostBuffer(stacked.sizes(), stacked.scalar_type(), b.device.type());
-    host.copy_(stacked, /*non_blocking=*/true);
-    e.copies.push_back({std::move(host), std::move(b.tensors), recordEvent(b.device)});
-  }
-  h.overwritten_extremes.clear();
+  h.overwritten_stats.clear();
 }
 
 bool Watch::arrived(const Entry& e) {
-  for (const Copy& c : e.copies) {
-    if (!c.event.query()) return false;
+  for (const Pending& p : e.device) {
+    if (!p.stats.flight->arrived()) return false;
   }
   return true;
 }
 
 void Watch::read(Entry& e) {
-  LazyCaptureGuard guard;  // narrow is an op: it must not be observed
-  if (!e.copies.empty()) guard.need();
-  for (Copy& c : e.copies) {
-    for (size_t j = 0; j < c.tensors.size(); ++j) {
-      e.nonfinite[c.tensors[j]] =
-          static_cast<int8_t>(extremesFiniteness(c.host.narrow(0, static_cast<int64_t>(2 * j), 2)));
+  for (const Pending& p : e.device) {
+    // Unknown (-1) when the batch could not count it.
+    if (std::optional<format::Stats> s = p.stats.flight->stats(p.stats.slot)) {
+      e.nonfinite[p.tensor] = static_cast<int8_t>(s->nan_count > 0   ? Finiteness::NaN
+                                                  : s->inf_count > 0 ? Finiteness::Infinite
+                                                                     : Finiteness::Finite);
     }
   }
-  e.copies.clear();
+  e.device.clear();
+}
+
+void Watch::nudge(const Entry& e) {
+  const bool due = pending_.size() >= kHeldOps / 2 || std::chrono::steady_clock::now() - e.since >= kNudgeAfter;
+  if (!due) return;
+  for (const Pending& p : e.device) {
+    if (!p.stats.flight->launched()) batch_.flushIfOpen(p.stats.flight.get());
+  }
 }
 
 void Watch::finish(Session& s, std::unique_ptr<CapturedOp> record) {
@@ -178,6 +158,7 @@ void Watch::finish(Session& s, std::unique_ptr<CapturedOp> record) {
   watched_.fetch_add(1, std::memory_order_relaxed);
   Entry e;
   e.op = std::move(record);
+  e.since = std::chrono::steady_clock::now();
   try {
     check(e);
   } catch (...) {
@@ -205,7 +186,10 @@ bool Watch::judge(Session& s) {
     Entry& e = pending_.front();
     bool bad = false;
     try {
-      if (!arrived(e)) break;
+      if (!arrived(e)) {
+        nudge(e);
+        if (!arrived(e)) break;
+      }
       read(e);
       for (size_t i = 0; i < e.nonfinite.size(); ++i) {
         bad = bad || (isOutput(e.op->tensors[i].role) && e.nonfinite[i] > 0);
@@ -329,7 +313,8 @@ void Watch::found(Session& s, Entry& e) {
       }
       if (intact && readable(*t)) {
         r->tensors.push_back(captureTensor(*t, ft.role, ft.position, ft.item, 2));
-        if (!t->device().is_cpu()) captureOnDevice(*t, 2, r->tensors.size() - 1, *r);
+        // One op: its statistics are taken alone, now.
+        if (!t->device().is_cpu()) captureOnDevice(*t, 2, r->tensors.size() - 1, *r, /*batch=*/nullptr);
         continue;
       }
     } catch (...) {

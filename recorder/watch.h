@@ -31,6 +31,7 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -40,6 +41,7 @@
 
 #include "env/config.h"
 #include "recorder/captured_op.h"
+#include "recorder/stats_batch.h"
 
 namespace acc::recorder {
 
@@ -57,7 +59,9 @@ class Watch {
   // Storages remembered as holding intended infinities.
   static constexpr size_t kIntended = 256;
 
-  explicit Watch(const env::Config& config) : context_size_(config.watch_context), abort_(config.watch_abort) {}
+  // Device tensors are checked in `batch`'s batches (NaN and Inf counts).
+  Watch(const env::Config& config, StatsBatch& batch)
+      : context_size_(config.watch_context), abort_(config.watch_abort), batch_(batch) {}
 
   // Op thread, at the start of an in-place op (its inputs captured): what
   // the input it overwrites (argument 0) holds before the op runs.
@@ -74,17 +78,17 @@ class Watch {
   std::string summary() const;
 
  private:
-  // One device's extremes of some of an op's tensors, on their way to the host.
-  struct Copy {
-    at::Tensor host;
-    std::vector<size_t> tensors;  // record tensor of each pair of values
-    c10::Event event;
+  // A device tensor's NaN and Inf counts, on their way in a batch.
+  struct Pending {
+    size_t tensor;  // in the record
+    StatsTicket stats;
   };
   struct Entry {
     std::unique_ptr<CapturedOp> op;
-    std::vector<int8_t> nonfinite;      // per record tensor: -1 unknown, 0 finite, 1 not
+    std::vector<int8_t> nonfinite;      // per record tensor: -1 unknown, else a Finiteness
     std::vector<bool> overwritten;      // inputs the op itself wrote
-    std::vector<Copy> copies;
+    std::vector<Pending> device;
+    std::chrono::steady_clock::time_point since;  // when the op finished
     std::vector<const c10::StorageImpl*> storages;  // per record tensor, when the op ended
     std::vector<bool> intended;  // inputs holding the program's own infinities (intended())
     bool released = false;              // tensors not held (kHeldOps, kHeldBytes) or let go
@@ -94,6 +98,9 @@ class Watch {
   void check(Entry& e);
   static bool arrived(const Entry& e);
   static void read(Entry& e);
+  // Holds mu_: starts the batch an entry waits for, once it has waited long
+  // enough or too many entries wait behind it.
+  void nudge(const Entry& e);
   // Holds mu_. Judges arrived entries in order; true once something is found.
   bool judge(Session& s);
   void found(Session& s, Entry& e);  // holds mu_
@@ -106,6 +113,7 @@ class Watch {
 
   const uint64_t context_size_;
   const bool abort_;
+  StatsBatch& batch_;
   std::atomic<bool> done_{false};
   std::atomic<uint64_t> watched_{0};
   std::atomic<uint64_t> intended_ops_{0};  // ops whose infinities were the program's own

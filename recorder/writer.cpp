@@ -23,6 +23,10 @@ constexpr auto kFlushInterval = std::chrono::milliseconds(100);
 constexpr auto kTickInterval = std::chrono::seconds(1);
 // How long stop() waits for a device's values before counting them lost.
 constexpr auto kStopWait = std::chrono::seconds(10);
+// How long the writer waits for a record before it starts what the record
+// still waits for (a batch of device statistics: stats_batch.h). Long
+// enough for a training step's ops to share one batch.
+constexpr auto kNudgeAfter = std::chrono::milliseconds(200);
 
 }  // namespace
 
@@ -136,7 +140,18 @@ void Writer::run() {
     const bool fresh = !waiting_;
     std::unique_ptr<QueuedRecord> item = fresh ? queue_.tryPop() : std::move(waiting_);
     if (item && !settle(*item, stopping)) {
-      if (fresh) in_flight_waits_.fetch_add(1, std::memory_order_relaxed);
+      const auto now = std::chrono::steady_clock::now();
+      if (fresh) {
+        in_flight_waits_.fetch_add(1, std::memory_order_relaxed);
+        waiting_since_ = now;
+      } else if (stopping || now - waiting_since_ >= kNudgeAfter) {
+        try {
+          item->in_flight->nudge();
+        } catch (...) {
+          // settle() will count it lost if its values never come
+        }
+        waiting_since_ = now;
+      }
       waiting_ = std::move(item);
     }
     const bool added = item != nullptr;

@@ -85,6 +85,7 @@ class Writer {
 
   // Writer-thread state.
   std::unique_ptr<QueuedRecord> waiting_;  // in flight, its values not arrived yet
+  std::chrono::steady_clock::time_point waiting_since_;  // when waiting_ was last nudged
   std::chrono::steady_clock::time_point stop_seen_;  // when the thread first saw stopping_
   std::unique_ptr<format::RecordSink> sink_;
   uint64_t header_bytes_ = 0;

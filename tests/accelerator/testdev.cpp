@@ -15,6 +15,14 @@
 //  - events that complete TESTDEV_EVENT_DELAY_US microseconds (default
 //    2000) after they are recorded, as a device running behind the host
 //    would, so a caller that does not wait for them sees them incomplete;
+//  - what launches cost on real hardware, both optional (default 0):
+//    TESTDEV_LAUNCH_US, microseconds of host time each kernel launch spends
+//    on the calling thread, as a driver does; TESTDEV_KERNEL_US, device
+//    time each kernel takes on a timeline of its own, which events and the
+//    host's waits (.item(), blocking copies, synchronisations) wait for;
+//  - its allocator's bytes in use and their peak (testdev_memory_*), the
+//    device's own memory, apart from the host's; TESTDEV_TRACE=1 prints
+//    each kernel's op to stderr;
 //  - TESTDEV_WRONG_OP=name (e.g. gelu): that op's first output is scaled by
 //    (1 + TESTDEV_WRONG_SCALE, default 1e-3), a slightly wrong kernel; with
 //    TESTDEV_NAN_CALL=N instead, the op's calls are right but the Nth
@@ -42,15 +50,19 @@
 #include <torch/library.h>
 
 #include <cstdint>
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <limits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <random>
 #include <string>
+#include <thread>
 #include <tuple>
+#include <unordered_map>
 
 #include "replay/reduced_precision.h"
 #include "testdev_compat.h"
@@ -70,22 +82,75 @@ std::atomic<uint64_t> g_events_recorded{0}, g_event_queries{0};
 // Set while a kernel runs: its copies are the device's own work.
 thread_local int t_in_kernel = 0;
 
-struct KernelScope {
-  // Counts a kernel launch unless another kernel runs it.
-  KernelScope() {
-    if (t_in_kernel++ == 0) g_kernels.fetch_add(1, std::memory_order_relaxed);
-  }
-  ~KernelScope() { --t_in_kernel; }
-};
-
 int64_t envInt(const char* name, int64_t fallback) {
   const char* v = std::getenv(name);
   return v && *v ? std::strtoll(v, nullptr, 10) : fallback;
 }
 
+int64_t nowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// The device's timeline: when the kernels launched so far will have run.
+std::atomic<int64_t> g_device_free_ns{0};
+
+// Called for each launch: the host pays TESTDEV_LAUNCH_US (spinning, as a
+// driver's submission does), the device TESTDEV_KERNEL_US after its
+// earlier work.
+void launch() {
+  static const int64_t launch_ns = envInt("TESTDEV_LAUNCH_US", 0) * 1000;
+  static const int64_t kernel_ns = envInt("TESTDEV_KERNEL_US", 0) * 1000;
+  if (launch_ns > 0) {
+    const int64_t until = nowNs() + launch_ns;
+    while (nowNs() < until) {
+    }
+  }
+  if (kernel_ns > 0) {
+    const int64_t now = nowNs();
+    int64_t free = g_device_free_ns.load(std::memory_order_relaxed);
+    while (!g_device_free_ns.compare_exchange_weak(free, std::max(free, now) + kernel_ns, std::memory_order_relaxed)) {
+    }
+  }
+}
+
+// The host waits for the device's timeline to catch up.
+void waitForDevice() {
+  const int64_t free = g_device_free_ns.load(std::memory_order_relaxed);
+  const int64_t now = nowNs();
+  if (free > now) std::this_thread::sleep_for(std::chrono::nanoseconds(free - now));
+}
+
+struct KernelScope {
+  // Counts a kernel launch unless another kernel runs it.
+  KernelScope() {
+    if (t_in_kernel++ == 0) {
+      g_kernels.fetch_add(1, std::memory_order_relaxed);
+      launch();
+    }
+  }
+  ~KernelScope() { --t_in_kernel; }
+};
+
 // ---- memory ---------------------------------------------------------------
 
-void freeMemory(void* p) { std::free(p); }
+// Bytes in use and their peak, by allocation.
+std::mutex g_memory_mutex;
+std::unordered_map<void*, size_t>* g_sizes = new std::unordered_map<void*, size_t>();  // never freed: used until exit
+uint64_t g_memory_now = 0, g_memory_peak = 0;
+
+void freeMemory(void* p) {
+  if (p == nullptr) return;
+  {
+    std::lock_guard<std::mutex> lock(g_memory_mutex);
+    auto it = g_sizes->find(p);
+    if (it != g_sizes->end()) {
+      g_memory_now -= it->second;
+      g_sizes->erase(it);
+    }
+  }
+  std::free(p);
+}
 
 struct Allocator final : c10::Allocator {
   c10::DataPtr allocate(size_t n) const { return make(n); }
@@ -95,6 +160,12 @@ struct Allocator final : c10::Allocator {
 
   static c10::DataPtr make(size_t n) {
     void* p = std::malloc(n == 0 ? 1 : n);
+    {
+      std::lock_guard<std::mutex> lock(g_memory_mutex);
+      (*g_sizes)[p] = n;
+      g_memory_now += n;
+      g_memory_peak = std::max(g_memory_peak, g_memory_now);
+    }
     return {p, p, &freeMemory, c10::Device(kType, 0)};
   }
 };
@@ -125,7 +196,9 @@ struct GuardImpl final : c10::impl::DeviceGuardImplInterface {
   void record(void** event, const c10::Stream&, const c10::DeviceIndex, const c10::EventFlag) const override {
     if (*event == nullptr) *event = new Event();
     static const int64_t delay_us = envInt("TESTDEV_EVENT_DELAY_US", 2000);
-    static_cast<Event*>(*event)->ready = std::chrono::steady_clock::now() + std::chrono::microseconds(delay_us);
+    // After the work queued before it, then the delay.
+    const int64_t ready = std::max(nowNs(), g_device_free_ns.load(std::memory_order_relaxed)) + delay_us * 1000;
+    static_cast<Event*>(*event)->ready = std::chrono::steady_clock::time_point(std::chrono::nanoseconds(ready));
     g_events_recorded.fetch_add(1);
   }
   void block(void*, const c10::Stream&) const override {}  // a device-side wait: no host sync
@@ -137,9 +210,18 @@ struct GuardImpl final : c10::impl::DeviceGuardImplInterface {
     delete static_cast<Event*>(event);
   }
   // The host waits for the device: counted.
-  void synchronizeEvent(void*) const { g_synchronizations.fetch_add(1); }
-  void synchronizeStream(const c10::Stream&) const { g_synchronizations.fetch_add(1); }
-  void synchronizeDevice(const c10::DeviceIndex) const { g_synchronizations.fetch_add(1); }
+  void synchronizeEvent(void*) const {
+    g_synchronizations.fetch_add(1);
+    waitForDevice();
+  }
+  void synchronizeStream(const c10::Stream&) const {
+    g_synchronizations.fetch_add(1);
+    waitForDevice();
+  }
+  void synchronizeDevice(const c10::DeviceIndex) const {
+    g_synchronizations.fetch_add(1);
+    waitForDevice();
+  }
   bool queryStream(const c10::Stream&) const { return true; }
   void recordDataPtrOnStream(const c10::DataPtr&, const c10::Stream&) const {}
 };
@@ -188,8 +270,12 @@ at::Tensor emptyStrided(at::IntArrayRef size, at::IntArrayRef stride, Optional<a
 }
 
 at::Tensor copyFrom(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
-  if (onDevice(self) && !onDevice(dst) && !non_blocking && t_in_kernel == 0) g_blocking_copies.fetch_add(1);
+  const bool blocking = onDevice(self) && !onDevice(dst) && !non_blocking && t_in_kernel == 0;
   KernelScope scope;
+  if (blocking) {
+    g_blocking_copies.fetch_add(1);
+    waitForDevice();
+  }
   at::Tensor out = hostAlias(dst);
   out.copy_(hostAlias(self));
   return dst;
@@ -218,15 +304,32 @@ at::Tensor reshapeAlias(const at::Tensor& self, at::IntArrayRef size, at::IntArr
 }
 
 c10::Scalar localScalarDense(const at::Tensor& self) {
-  if (t_in_kernel == 0) g_scalar_reads.fetch_add(1);
+  if (t_in_kernel == 0) {
+    g_scalar_reads.fetch_add(1);
+    waitForDevice();
+  }
   return at::_local_scalar_dense(hostAlias(self));
 }
 
-// A device tensor over the memory of CPU tensor `t`, which it keeps alive.
+// A device tensor over the memory of CPU tensor `t`, which it keeps alive:
+// the device's memory (a CPU kernel's result), counted as its allocator's.
 at::Tensor deviceAlias(const at::Tensor& t) {
   auto* keep = new at::Tensor(t);
+  const size_t bytes = t.storage().nbytes();
+  {
+    std::lock_guard<std::mutex> lock(g_memory_mutex);
+    g_memory_now += bytes;
+    g_memory_peak = std::max(g_memory_peak, g_memory_now);
+  }
   return at::from_blob(
-      t.data_ptr(), t.sizes(), t.strides(), [keep](void*) { delete keep; },
+      t.data_ptr(), t.sizes(), t.strides(),
+      [keep, bytes](void*) {
+        {
+          std::lock_guard<std::mutex> lock(g_memory_mutex);
+          g_memory_now -= bytes;
+        }
+        delete keep;
+      },
       t.options().device(c10::Device(kType, 0)), c10::Device(kType, 0));
 }
 
@@ -271,6 +374,8 @@ c10::IValue toDevice(const c10::IValue& v) {
 // fails before writing anything and is run again (rare: a c10::Error is
 // expensive).
 void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  static const bool trace = envInt("TESTDEV_TRACE", 0) != 0;
+  if (trace && t_in_kernel == 0) std::fprintf(stderr, "testdev kernel %s\n", op.schema().name().c_str());
   KernelScope scope;
   const auto& schema = op.schema();
   const size_t args = schema.arguments().size();
@@ -442,4 +547,12 @@ __attribute__((visibility("default"))) uint64_t testdev_synchronizations() { ret
 __attribute__((visibility("default"))) uint64_t testdev_events_recorded() { return testdev::g_events_recorded.load(); }
 __attribute__((visibility("default"))) uint64_t testdev_kernels() { return testdev::g_kernels.load(); }
 __attribute__((visibility("default"))) uint64_t testdev_event_queries() { return testdev::g_event_queries.load(); }
+__attribute__((visibility("default"))) uint64_t testdev_memory_now() {
+  std::lock_guard<std::mutex> lock(testdev::g_memory_mutex);
+  return testdev::g_memory_now;
+}
+__attribute__((visibility("default"))) uint64_t testdev_memory_peak() {
+  std::lock_guard<std::mutex> lock(testdev::g_memory_mutex);
+  return testdev::g_memory_peak;
+}
 }

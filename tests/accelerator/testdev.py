@@ -18,7 +18,8 @@ NAME = "testdev"
 
 
 # The library's counters (testdev.cpp), each read by testdev_{name}().
-COUNTERS = ("blocking_copies", "scalar_reads", "synchronizations", "events_recorded", "event_queries", "kernels")
+COUNTERS = ("blocking_copies", "scalar_reads", "synchronizations", "events_recorded", "event_queries", "kernels",
+            "memory_now", "memory_peak")
 
 
 def load(path):

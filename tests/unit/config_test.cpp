@@ -299,6 +299,7 @@ INSTANTIATE_TEST_SUITE_P(
                       InvalidCase{"ACC_RANKS", "a"}, InvalidCase{"ACC_RANKS", "-1"},
                       InvalidCase{"ACC_STACK", "all"}, InvalidCase{"ACC_NESTED", "2"}, InvalidCase{"ACC_DEDUP", "2"},
                       InvalidCase{"ACC_BUFFER_MB", "0"}, InvalidCase{"ACC_BUFFER_MB", "65537"},
+                      InvalidCase{"ACC_DEVICE_BATCH", "0"}, InvalidCase{"ACC_DEVICE_BATCH", "many"},
                       InvalidCase{"ACC_ZSTD_LEVEL", "0"}, InvalidCase{"ACC_ZSTD_LEVEL", "20"},
                       InvalidCase{"ACC_DATA_ZSTD_LEVEL", "0"}, InvalidCase{"ACC_DATA_ZSTD_LEVEL", "-101"},
                       InvalidCase{"ACC_DATA_ZSTD_LEVEL", "20"}, InvalidCase{"ACC_DATA_ZSTD_LEVEL", "fast"},
@@ -319,7 +320,7 @@ TEST(ConfigTest, EveryDocumentedVariableHasAnInvalidCase) {
   for (const char* n :
        {"ACC_ENABLE", "ACC_OUTPUT_DIR", "ACC_LEVEL", "ACC_INPUTS", "ACC_OUTPUTS", "ACC_PASSES",
         "ACC_OP_RANGE", "ACC_OP_LIST", "ACC_MODULES", "ACC_SKIP", "ACC_STEPS", "ACC_RANKS", "ACC_STACK",
-        "ACC_NESTED", "ACC_DEDUP", "ACC_BUFFER_MB", "ACC_ZSTD_LEVEL", "ACC_DATA_ZSTD_LEVEL", "ACC_FRAME_KB", "ACC_ON_FULL",
+        "ACC_NESTED", "ACC_DEDUP", "ACC_BUFFER_MB", "ACC_DEVICE_BATCH", "ACC_ZSTD_LEVEL", "ACC_DATA_ZSTD_LEVEL", "ACC_FRAME_KB", "ACC_ON_FULL",
         "ACC_QUIET", "ACC_EAGER", "ACC_GRADS", "ACC_WATCH", "ACC_WATCH_CONTEXT", "ACC_WATCH_ABORT",
         "ACC_RANDOM"}) {
     covered.emplace_back(n);

@@ -1,0 +1,305 @@
+#include "recorder/row_stats.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "recorder/tensor_stats.h"
+
+namespace acc::recorder {
+namespace {
+
+// A tensor as the flat row-major sequence of elements its statistics run
+// over: a complex tensor's reals, a bool tensor's bytes (0 or 1: the same
+// values, and a type every reduction takes). A view when it can be one.
+at::Tensor flatElements(const at::Tensor& t) {
+  at::Tensor r = t.is_complex() ? at::view_as_real(t.resolve_conj()) : t;
+  if (r.scalar_type() == at::kBool) r = r.view(at::kByte);
+  return r.reshape({-1});
+}
+
+bool isFloating(at::ScalarType type) { return at::isFloatingType(type); }
+
+// Rows are padded to kRowWidth: with zeros for the sums and the checksum
+// (a zero adds nothing to either), and with the type's largest and smallest
+// values for a tail row's min and max. Made once per device and type.
+struct Pads {
+  at::Tensor zero, high, low;
+};
+
+const Pads& padsFor(const at::Device& device, at::ScalarType type) {
+  static std::mutex mutex;
+  // Never destroyed: device tensors must not be freed by a static destructor
+  // after the device's runtime has shut down.
+  static auto* cache = new std::map<std::pair<std::string, int>, Pads>();
+  std::lock_guard<std::mutex> lock(mutex);
+  Pads& p = (*cache)[{device.str(), static_cast<int>(type)}];
+  if (!p.zero.defined()) {
+    const at::TensorOptions options = at::TensorOptions().dtype(type).device(device);
+    p.zero = at::zeros({kRowWidth}, options);
+    if (isFloating(type)) {
+      p.high = at::full({kRowWidth}, std::numeric_limits<double>::infinity(), options);
+      p.low = at::full({kRowWidth}, -std::numeric_limits<double>::infinity(), options);
+    } else {
+      AT_DISPATCH_INTEGRAL_TYPES(type, "acc_row_pads", [&] {
+        p.high = at::full({kRowWidth}, static_cast<int64_t>(std::numeric_limits<scalar_t>::max()), options);
+        p.low = at::full({kRowWidth}, static_cast<int64_t>(std::numeric_limits<scalar_t>::lowest()), options);
+      });
+    }
+  }
+  return p;
+}
+
+// The checksum's two sums per row as one product: columns 2j + 1 and 1, so
+// (bits [R, C, 1] * this [C, 2]).sum(1) gives W and P in two kernels (the
+// product widens the bits to int64 as ATen widens integers). Made once per
+// device.
+const at::Tensor& weighingFor(const at::Device& device) {
+  static std::mutex mutex;
+  static auto* cache = new std::map<std::string, at::Tensor>();  // never destroyed, as padsFor's
+  std::lock_guard<std::mutex> lock(mutex);
+  at::Tensor& w = (*cache)[device.str()];
+  if (!w.defined()) {
+    const at::TensorOptions options = at::TensorOptions().dtype(at::kLong).device(device);
+    w = at::stack({at::arange(1, 2 * kRowWidth, 2, options), at::ones({kRowWidth}, options)}, 1);
+  }
+  return w;
+}
+
+// Row minima and maxima in one kernel where the backend has it (aminmax;
+// torch 1.13's CPU has none for 16-bit floats), else two. Learnt once per
+// device type and element type.
+std::pair<at::Tensor, at::Tensor> rowExtremes(const at::Tensor& x) {
+  static std::mutex mutex;
+  static std::map<std::pair<int, int>, bool> works;
+  const std::pair<int, int> key{static_cast<int>(x.device().type()), static_cast<int>(x.scalar_type())};
+  bool known = false, ok = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = works.find(key);
+    if (it != works.end()) {
+      known = true;
+      ok = it->second;
+    }
+  }
+  if (!known || ok) {
+    try {
+      auto [mn, mx] = at::aminmax(x, 1);
+      if (!known) {
+        std::lock_guard<std::mutex> lock(mutex);
+        works[key] = true;
+      }
+      return {mn, mx};
+    } catch (const std::exception&) {
+      std::lock_guard<std::mutex> lock(mutex);
+      works[key] = false;
+    }
+  }
+  return {x.amin(1), x.amax(1)};
+}
+
+uint64_t bitsAt(const double* values, int64_t offset) {
+  uint64_t v;
+  std::memcpy(&v, values + offset, sizeof v);
+  return v;
+}
+
+}  // namespace
+
+struct RowStats::Group {
+  at::ScalarType type;
+  std::vector<size_t> members;  // indices in entries_
+};
+
+size_t RowStats::add(const at::Tensor& t) {
+  Entry e;
+  e.tensor = t;
+  e.elements = t.numel() * (t.is_complex() ? 2 : 1);
+  e.floating = t.is_floating_point() || t.is_complex();
+  entries_.push_back(std::move(e));
+  return entries_.size() - 1;
+}
+
+at::Tensor RowStats::launch() {
+  if (launched_) throw std::logic_error("RowStats::launch called twice");
+  launched_ = true;
+  // One group per element type (after flatElements()), in a fixed order.
+  std::map<int, Group> groups;
+  std::vector<at::Tensor> flats(entries_.size());
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    if (entries_[i].elements == 0) continue;
+    flats[i] = flatElements(entries_[i].tensor);
+    Group& g = groups[static_cast<int>(flats[i].scalar_type())];
+    g.type = flats[i].scalar_type();
+    g.members.push_back(i);
+  }
+  for (size_t i = 0; i < entries_.size(); ++i) entries_[i].tensor = flats[i];
+  std::vector<at::Tensor> blocks;
+  int64_t offset = 0;
+  for (const auto& [key, group] : groups) launchGroup(group, blocks, offset);
+  for (Entry& e : entries_) e.tensor = at::Tensor();
+  if (blocks.empty()) return at::Tensor();
+  // One float64 buffer: cat promotes the blocks kept in float32 or in the
+  // tensors' own type by value; the integer counts are float64 already (their
+  // bits, viewed).
+  return at::cat(blocks);
+}
+
+void RowStats::launchGroup(const Group& group, std::vector<at::Tensor>& blocks, int64_t& offset) {
+  const at::ScalarType type = group.type;
+  const bool floating = isFloating(type);
+  const int64_t width = floating ? 4 : 2;  // integer values per row: [NaN, Inf,] weighted sum, plain sum
+  const at::Device device = entries_[group.members.front()].tensor.device();
+  const Pads& pads = padsFor(device, type);
+  const at::Tensor& weighing = weighingFor(device);
+
+  // The chunk being gathered: its slices and the segments waiting for the
+  // offsets of its block.
+  std::vector<at::Tensor> slices;
+  struct Placed {
+    size_t entry, segment;
+    int64_t first_row;  // in the chunk
+  };
+  std::vector<Placed> placed;
+  int64_t rows = 0;
+  std::vector<at::Tensor> tail_min, tail_max;
+  std::vector<size_t> tails;  // entries with a tail row, in the order of tail_min
+
+  auto emit = [&] {
+    if (rows == 0) return;
+    at::Tensor x = (slices.size() == 1 ? slices[0] : at::cat(slices)).view({rows, kRowWidth});
+    // Kept in the precision they are computed in: the final concatenation
+    // makes every block float64 (cat promotes), with no kernel of its own.
+    at::Tensor floats, counts;
+    if (floating) {
+      // Sums and norms in float32 for 16-bit types (as their kernels
+      // accumulate), each row's in float64 on the host.
+      const at::ScalarType accumulate = (type == at::kHalf || type == at::kBFloat16) ? at::kFloat : type;
+      auto [mn, mx] = rowExtremes(x);
+      if (mn.scalar_type() != accumulate) {
+        mn = mn.to(accumulate);
+        mx = mx.to(accumulate);
+      }
+      floats = at::stack({mn, mx, x.sum(1, false, accumulate),
+                          at::linalg_vector_norm(x, 2, at::IntArrayRef{1}, false, accumulate)},
+                         1);
+    } else {
+      // Integers exactly in float64 up to 2^53, as the fused pass reads them.
+      const at::Tensor wide = x.to(at::kDouble);
+      auto [mn, mx] = rowExtremes(wide);
+      floats = at::stack({mn, mx, wide.sum(1), at::linalg_vector_norm(wide, 2, at::IntArrayRef{1})}, 1);
+    }
+    // The checksum, sum over i of bits(x_i) (2i + 1) mod 2^64, per row as
+    // W = sum bits_j (2j + 1) and P = sum bits_j; the host adds 2 b P for a
+    // row starting at element b. int64 arithmetic wraps as the sum must.
+    at::Tensor sums = (x.view(sameWidthInteger(x.element_size())).unsqueeze(2) * weighing).sum(1);
+    counts = floating ? at::cat({at::isnan(x).sum(1, true), at::isinf(x).sum(1, true), sums}, 1) : sums;
+    const int64_t floats_at = offset;
+    const int64_t counts_at = floats_at + rows * 4;
+    offset = counts_at + rows * width;
+    blocks.push_back(floats.reshape({-1}));
+    blocks.push_back(counts.view(at::kDouble).reshape({-1}));
+    for (const Placed& p : placed) {
+      Segment& segment = entries_[p.entry].segments[p.segment];
+      segment.floats = floats_at + p.first_row * 4;
+      segment.counts = counts_at + p.first_row * width;
+    }
+    slices.clear();
+    placed.clear();
+    rows = 0;
+  };
+
+  for (size_t index : group.members) {
+    Entry& e = entries_[index];
+    const at::Tensor& flat = e.tensor;
+    const int64_t n = flat.numel();
+    const int64_t whole = n / kRowWidth, tail = n % kRowWidth;
+    for (int64_t row = 0; row < whole;) {
+      if (rows == kRowsPerChunk) emit();
+      const int64_t take = std::min(whole - row, kRowsPerChunk - rows);
+      slices.push_back(flat.narrow(0, row * kRowWidth, take * kRowWidth));
+      e.segments.push_back({0, 0, take, row * kRowWidth, false});
+      placed.push_back({index, e.segments.size() - 1, rows});
+      rows += take;
+      row += take;
+    }
+    if (tail == 0) continue;
+    if (rows == kRowsPerChunk) emit();
+    const at::Tensor rest = flat.narrow(0, whole * kRowWidth, tail);
+    slices.push_back(rest);
+    slices.push_back(pads.zero.narrow(0, 0, kRowWidth - tail));
+    e.segments.push_back({0, 0, 1, whole * kRowWidth, true});
+    placed.push_back({index, e.segments.size() - 1, rows});
+    rows += 1;
+    tail_min.push_back(rest);
+    tail_min.push_back(pads.high.narrow(0, 0, kRowWidth - tail));
+    tail_max.push_back(rest);
+    tail_max.push_back(pads.low.narrow(0, 0, kRowWidth - tail));
+    tails.push_back(index);
+  }
+  emit();
+  if (tails.empty()) return;
+  // The tail rows' own extremes: padded with the type's largest value for
+  // the min and its smallest for the max, so the pads never win.
+  const int64_t k = static_cast<int64_t>(tails.size());
+  at::Tensor mn = at::cat(tail_min).view({k, kRowWidth}).amin(1);
+  at::Tensor mx = at::cat(tail_max).view({k, kRowWidth}).amax(1);
+  blocks.push_back(at::stack({mn, mx}, 1).reshape({-1}));
+  for (int64_t j = 0; j < k; ++j) entries_[tails[static_cast<size_t>(j)]].tail_extremes = offset + 2 * j;
+  offset += 2 * k;
+}
+
+format::Stats RowStats::stats(size_t i, const double* partials, size_t count) const {
+  const Entry& e = entries_.at(i);
+  format::Stats s;
+  if (e.elements == 0) return s;
+  double mn = std::numeric_limits<double>::infinity(), mx = -mn, sum = 0, squares = 0;
+  uint64_t nan = 0, inf = 0, checksum = 0;
+  const int64_t width = e.floating ? 4 : 2;
+  auto check = [count](int64_t end) {
+    if (end < 0 || static_cast<size_t>(end) > count) throw std::out_of_range("row statistics outside their buffer");
+  };
+  for (const Segment& seg : e.segments) {
+    check(seg.floats + seg.rows * 4);
+    check(seg.counts + seg.rows * width);
+    for (int64_t r = 0; r < seg.rows; ++r) {
+      const double* f = partials + seg.floats + r * 4;
+      const int64_t c = seg.counts + r * width;
+      double row_min = f[0], row_max = f[1];
+      if (seg.tail) {
+        check(e.tail_extremes + 2);
+        row_min = partials[e.tail_extremes];
+        row_max = partials[e.tail_extremes + 1];
+      }
+      mn = std::min(mn, row_min);
+      mx = std::max(mx, row_max);
+      sum += f[2];
+      squares += f[3] * f[3];
+      if (e.floating) {
+        nan += bitsAt(partials, c);
+        inf += bitsAt(partials, c + 1);
+      }
+      const uint64_t weighed = bitsAt(partials, c + width - 2), plain = bitsAt(partials, c + width - 1);
+      const uint64_t first = static_cast<uint64_t>(seg.first_element + r * kRowWidth);
+      checksum += weighed + 2 * first * plain;
+    }
+  }
+  s.nan_count = nan;
+  s.inf_count = inf;
+  s.checksum = checksum;
+  const double q = std::numeric_limits<double>::quiet_NaN();
+  const bool has_nan = nan != 0;
+  s.min = has_nan ? q : mn;
+  s.max = has_nan ? q : mx;
+  s.mean = has_nan ? q : sum / static_cast<double>(e.elements);
+  s.norm = has_nan ? q : std::sqrt(squares);
+  return s;
+}
+
+}  // namespace acc::recorder

@@ -1,0 +1,216 @@
+#include "recorder/stats_batch.h"
+
+#include <ATen/core/function_schema.h>
+#include <c10/core/StreamGuard.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+
+#include <algorithm>
+#include <string>
+#include <unordered_set>
+
+#include "recorder/device_capture.h"
+#include "recorder/tensor_capture.h"
+
+namespace acc::recorder {
+namespace {
+
+const void* storageOf(const at::Tensor& t) { return t.storage().unsafeGetStorageImpl(); }
+
+c10::Stream currentStream(const c10::Device& device) {
+  return c10::impl::getDeviceGuardImpl(device.type())->getStream(device);
+}
+
+// Every tensor an argument holds (a tensor, or a list of them), with f.
+template <typename F>
+void forEachTensor(const c10::IValue& v, F&& f) {
+  if (v.isTensor()) {
+    f(v.toTensor());
+  } else if (v.isTensorList()) {
+    for (const at::Tensor& t : v.toTensorVector()) f(t);
+  } else if (v.isList()) {
+    for (const c10::IValue& e : v.toListRef()) {
+      if (e.isTensor()) f(e.toTensor());
+    }
+  }
+}
+
+// Arguments ops write without their schema saying so, and without moving
+// the version counter: torch 1.13's batch norms (native_batch_norm,
+// cudnn_batch_norm, ...) update their running statistics in place.
+bool writesUnannounced(const std::string& argument) {
+  return argument == "running_mean" || argument == "running_var";
+}
+
+}  // namespace
+
+bool StatsFlight::arrived() const {
+  if (!launched()) return false;
+  for (const Part& p : parts_) {
+    if (!p.failed && p.event && !p.event->query()) return false;
+  }
+  return true;
+}
+
+std::optional<format::Stats> StatsFlight::stats(uint32_t slot) const {
+  if (slot >= slots_.size()) return std::nullopt;
+  const Slot& s = slots_[slot];
+  if (s.stale || s.part >= parts_.size()) return std::nullopt;
+  const Part& p = parts_[s.part];
+  if (p.failed || !p.host.defined()) return std::nullopt;
+  return p.rows.stats(s.index, p.host.data_ptr<double>(), static_cast<size_t>(p.host.numel()));
+}
+
+StatsBatch::StatsBatch(size_t max_tensors, uint64_t max_alone_bytes)
+    : max_tensors_(std::max<size_t>(max_tensors, 1)), max_alone_bytes_(max_alone_bytes) {}
+
+StatsTicket StatsBatch::add(const at::Tensor& t) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!open_) open_ = std::make_shared<StatsFlight>();
+  StatsTicket ticket{open_, static_cast<uint32_t>(waiting_.size()), this};
+  waiting_.push_back({t, versionOf(t), currentStream(t.device())});
+  ++storages_[storageOf(t)];
+  size_.store(waiting_.size(), std::memory_order_relaxed);
+  bytes_since_check_ += t.nbytes();
+  if (waiting_.size() >= max_tensors_ || aloneOverLimitLocked()) launchLocked();
+  return ticket;
+}
+
+// Whether the waiting tensors nobody but acc holds any more (the program
+// has let them go) take more memory than allowed. Looked at again each time
+// an eighth of the limit has joined.
+bool StatsBatch::aloneOverLimitLocked() {
+  if (bytes_since_check_ < max_alone_bytes_ / 8) return false;
+  bytes_since_check_ = 0;
+  uint64_t alone = 0;
+  std::unordered_set<const void*> seen;
+  for (const Waiting& w : waiting_) {
+    if (w.tensor.use_count() != 1 || w.tensor.storage().use_count() != 1) continue;
+    if (seen.insert(storageOf(w.tensor)).second) alone += w.tensor.storage().nbytes();
+  }
+  return alone > max_alone_bytes_;
+}
+
+void StatsBatch::beforeOp(const at::RecordFunction& fn) {
+  if (size_.load(std::memory_order_relaxed) == 0) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (waiting_.empty()) return;
+  c10::ArrayRef<const c10::IValue> inputs = fn.inputs();
+  decltype(fn.operator_schema()) schema;  // taken only when an argument holds a waiting tensor
+  bool schema_known = true;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    forEachTensor(inputs[i], [&](const at::Tensor& t) {
+      if (!t.defined() || !t.has_storage()) return;
+      const void* storage = storageOf(t);
+      if (storages_.find(storage) == storages_.end()) return;
+      if (schema_known && !schema) {
+        schema = fn.operator_schema();
+        schema_known = schema.has_value();
+      }
+      // Scopes without a schema (torch's own named scopes, "detach") are not
+      // ops that write; a write nothing announces is caught by the version
+      // counter when the batch runs.
+      if (!schema_known) return;
+      const auto& args = schema->arguments();
+      if (i >= args.size()) return;
+      if ((args[i].alias_info() != nullptr && args[i].alias_info()->isWrite()) || writesUnannounced(args[i].name())) {
+        protectLocked(storage);
+      }
+    });
+  }
+}
+
+// The waiting tensors on `storage` are replaced by copies made now, on the
+// current stream, ahead of the op that is about to write it.
+void StatsBatch::protectLocked(const void* storage) {
+  CaptureGuard guard;
+  std::unordered_map<const void*, at::Tensor> copies;  // by TensorImpl: one copy per tensor
+  for (Waiting& w : waiting_) {
+    if (storageOf(w.tensor) != storage) continue;
+    at::Tensor& copy = copies[w.tensor.unsafeGetTensorImpl()];
+    if (!copy.defined()) {
+      copy = w.tensor.clone(at::MemoryFormat::Contiguous);
+      ++counts_.copies;
+    }
+    w.tensor = copy;
+    w.version = versionOf(copy);
+    w.stream = currentStream(copy.device());
+    ++storages_[storageOf(copy)];
+  }
+  storages_.erase(storage);
+}
+
+void StatsBatch::flush() {
+  if (size_.load(std::memory_order_relaxed) == 0) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  launchLocked();
+}
+
+void StatsBatch::flushIfOpen(const StatsFlight* flight) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (open_ && open_.get() == flight) launchLocked();
+}
+
+void StatsBatch::launchLocked() {
+  if (!open_) return;
+  std::shared_ptr<StatsFlight> flight = std::move(open_);
+  std::vector<Waiting> waiting = std::move(waiting_);
+  waiting_.clear();
+  storages_.clear();
+  size_.store(0, std::memory_order_relaxed);
+  bytes_since_check_ = 0;
+  CaptureGuard guard;
+  // One part per device stream, in order of first appearance.
+  flight->slots_.resize(waiting.size());
+  for (size_t i = 0; i < waiting.size(); ++i) {
+    Waiting& w = waiting[i];
+    StatsFlight::Slot& slot = flight->slots_[i];
+    if (versionOf(w.tensor) != w.version) {
+      slot.stale = true;
+      ++counts_.stale;
+      continue;
+    }
+    auto part = std::find_if(flight->parts_.begin(), flight->parts_.end(),
+                             [&](const StatsFlight::Part& p) { return p.stream == w.stream; });
+    if (part == flight->parts_.end()) {
+      flight->parts_.push_back({w.stream, RowStats(), at::Tensor(), std::nullopt, false});
+      part = flight->parts_.end() - 1;
+    }
+    slot.part = static_cast<uint32_t>(part - flight->parts_.begin());
+    slot.index = static_cast<uint32_t>(part->rows.add(w.tensor));
+  }
+  for (StatsFlight::Part& p : flight->parts_) {
+    try {
+      c10::StreamGuard on(p.stream);
+      at::Tensor partials = p.rows.launch();
+      const bool cpu = p.stream.device_type() == c10::DeviceType::CPU;  // the unit tests' device: no events
+      if (!partials.defined()) {
+        p.host = at::empty({0}, at::kDouble);  // only empty tensors
+      } else if (cpu) {
+        p.host = partials.contiguous();
+      } else {
+        p.host = hostBuffer(partials.sizes(), at::kDouble, p.stream.device_type());
+        p.host.copy_(partials, /*non_blocking=*/true);
+      }
+      if (!cpu) p.event = recordEvent(p.stream.device());
+      counts_.tensors += p.rows.size();
+    } catch (...) {
+      p.failed = true;
+      counts_.failed += p.rows.size();
+    }
+  }
+  ++counts_.batches;
+  flight->launched_.store(true, std::memory_order_release);
+}
+
+StatsBatchCounts StatsBatch::counts() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return counts_;
+}
+
+nlohmann::json StatsBatch::countsJson() const {
+  const StatsBatchCounts c = counts();
+  return {{"batches", c.batches}, {"tensors", c.tensors}, {"copies", c.copies}, {"stale", c.stale},
+          {"failed", c.failed}};
+}
+
+}  // namespace acc::recorder
