@@ -54,6 +54,7 @@ std::string fileHeader() {
 
 struct FrameEncoder::Impl {
   ZSTD_CCtx* ctx = ZSTD_createCCtx();
+  std::string shuffled;  // a data frame's payload, shuffled
   ~Impl() { ZSTD_freeCCtx(ctx); }
 };
 
@@ -72,18 +73,46 @@ void FrameEncoder::encode(std::string_view payload, std::string& frame) {
   compressInto(impl_->ctx, payload, kFrameHeaderSize, frame);
 }
 
-void FrameEncoder::encodeData(std::string_view payload, uint64_t stream_offset, std::string& frame) {
+void FrameEncoder::encodeData(std::string_view payload, uint64_t stream_offset, std::string& frame, bool shuffle) {
   frame.clear();
-  putU32(frame, kDataFrameMagic);
+  putU32(frame, shuffle ? kShuffledDataFrameMagic : kDataFrameMagic);
   putU32(frame, 0);
   putU32(frame, static_cast<uint32_t>(payload.size()));
   putU64(frame, stream_offset);
-  compressInto(impl_->ctx, payload, kDataFrameHeaderSize, frame);
+  if (!shuffle) {
+    compressInto(impl_->ctx, payload, kDataFrameHeaderSize, frame);
+    return;
+  }
+  impl_->shuffled.resize(payload.size());
+  byteShuffle4(payload.data(), payload.size(), impl_->shuffled.data());
+  compressInto(impl_->ctx, impl_->shuffled, kDataFrameHeaderSize, frame);
+}
+
+void byteShuffle4(const char* in, size_t size, char* out) {
+  const size_t words = size / 4;
+  for (size_t w = 0; w < words; ++w) {
+    out[w] = in[4 * w];
+    out[words + w] = in[4 * w + 1];
+    out[2 * words + w] = in[4 * w + 2];
+    out[3 * words + w] = in[4 * w + 3];
+  }
+  std::memcpy(out + 4 * words, in + 4 * words, size - 4 * words);
+}
+
+void byteUnshuffle4(const char* in, size_t size, char* out) {
+  const size_t words = size / 4;
+  for (size_t w = 0; w < words; ++w) {
+    out[4 * w] = in[w];
+    out[4 * w + 1] = in[words + w];
+    out[4 * w + 2] = in[2 * words + w];
+    out[4 * w + 3] = in[3 * words + w];
+  }
+  std::memcpy(out + 4 * words, in + 4 * words, size - 4 * words);
 }
 
 struct DataFrameInflater::Impl {
   ZSTD_DCtx* ctx = ZSTD_createDCtx();
-  std::string compressed;
+  std::string compressed, shuffled;
   ~Impl() { ZSTD_freeDCtx(ctx); }
 };
 
@@ -94,8 +123,15 @@ bool DataFrameInflater::inflate(int fd, const DataFrameRef& f, char* out) {
   impl_->compressed.resize(f.compressed);
   ssize_t got = ::pread(fd, impl_->compressed.data(), f.compressed, static_cast<off_t>(f.file_offset));
   if (got != static_cast<ssize_t>(f.compressed)) return false;
-  size_t n = ZSTD_decompressDCtx(impl_->ctx, out, f.size, impl_->compressed.data(), f.compressed);
-  return !ZSTD_isError(n) && n == f.size;
+  char* into = out;
+  if (f.shuffled) {
+    impl_->shuffled.resize(f.size);
+    into = impl_->shuffled.data();
+  }
+  size_t n = ZSTD_decompressDCtx(impl_->ctx, into, f.size, impl_->compressed.data(), f.compressed);
+  if (ZSTD_isError(n) || n != f.size) return false;
+  if (f.shuffled) byteUnshuffle4(into, f.size, out);
+  return true;
 }
 
 struct FrameReader::Decompressor {
@@ -138,7 +174,8 @@ bool FrameReader::resync() {
   while ((c = std::fgetc(file_)) != EOF) {
     ++pos;
     window = (window >> 8) | (static_cast<uint32_t>(c) << 24);
-    if (pos - start >= 4 && (window == kFrameMagic || (version_ >= 2 && window == kDataFrameMagic))) {
+    if (pos - start >= 4 && (window == kFrameMagic || (version_ >= 2 && window == kDataFrameMagic) ||
+                             (version_ >= 7 && window == kShuffledDataFrameMagic))) {
       std::fseek(file_, pos - 4, SEEK_SET);
       return true;
     }
@@ -157,7 +194,7 @@ bool FrameReader::next(std::string& payload) {
       return false;
     }
     uint32_t magic = getU32(header), csize = getU32(header + 4), usize = getU32(header + 8);
-    if (magic == kDataFrameMagic && version_ >= 2) {
+    if ((magic == kDataFrameMagic && version_ >= 2) || (magic == kShuffledDataFrameMagic && version_ >= 7)) {
       if (skipDataFrame(frame_start, header)) continue;
       return false;
     }
@@ -214,7 +251,7 @@ bool FrameReader::skipDataFrame(long frame_start, const char* header) {
     truncated_ += file_size_ > static_cast<uint64_t>(frame_start) ? file_size_ - frame_start : 0;
     return false;
   }
-  DataFrameRef ref{body, csize, usize, getU64(rest)};
+  DataFrameRef ref{body, csize, usize, getU64(rest), getU32(header) == kShuffledDataFrameMagic};
   auto at = std::upper_bound(data_frames_.begin(), data_frames_.end(), ref.stream_offset,
                              [](uint64_t o, const DataFrameRef& f) { return o < f.stream_offset; });
   const size_t index = static_cast<size_t>(at - data_frames_.begin());

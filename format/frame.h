@@ -6,7 +6,11 @@
 // Record frames hold records. Data frames (format v2) hold slices of the
 // data stream, the concatenated tensor bytes, and their header says where
 // the slice starts; readers skip them without decompressing until a
-// record's bytes are asked for.
+// record's bytes are asked for. Shuffled data frames (v7) hold the slice's
+// bytes regrouped by their place in each 4-byte word (byteShuffle4: the
+// sign and exponent bytes of float32 values side by side, as HDF5's and
+// Blosc's shuffle filters do), which zstd compresses better; readers undo
+// it, so the data stream is the same.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +28,7 @@ constexpr uint32_t kFrameMagic = 0x46434341;  // "ACCF"
 constexpr size_t kFrameHeaderSize = 12;
 constexpr uint32_t kMaxFramePayload = 1u << 30;
 constexpr uint32_t kDataFrameMagic = 0x44434341;  // "ACCD"
+constexpr uint32_t kShuffledDataFrameMagic = 0x53434341;  // "ACCS", v7
 constexpr size_t kDataFrameHeaderSize = 20;       // magic, sizes, u64 stream offset
 
 std::string fileHeader();
@@ -36,8 +41,9 @@ class FrameEncoder {
   FrameEncoder(const FrameEncoder&) = delete;
   FrameEncoder& operator=(const FrameEncoder&) = delete;
   void encode(std::string_view payload, std::string& frame);
-  // A data frame: `payload` is the data stream from `stream_offset` on.
-  void encodeData(std::string_view payload, uint64_t stream_offset, std::string& frame);
+  // A data frame: `payload` is the data stream from `stream_offset` on;
+  // shuffled (v7) unless `shuffle` is false.
+  void encodeData(std::string_view payload, uint64_t stream_offset, std::string& frame, bool shuffle = true);
 
  private:
   struct Impl;
@@ -49,7 +55,13 @@ struct DataFrameRef {
   uint64_t file_offset = 0;  // of its compressed bytes
   uint32_t compressed = 0, size = 0;
   uint64_t stream_offset = 0;
+  bool shuffled = false;  // v7: its bytes byteShuffle4'd before compression
 };
+
+// Byte i of 4-byte word w goes to plane i (out[i * words + w]); the bytes
+// after the last whole word stay as they are. byteUnshuffle4 undoes it.
+void byteShuffle4(const char* in, size_t size, char* out);
+void byteUnshuffle4(const char* in, size_t size, char* out);
 
 // Decompresses whole data frames; one per thread, so frames can be
 // decompressed in parallel (the file is read with pread).

@@ -10,7 +10,7 @@ namespace acc::format {
 
 // Bumped whenever the encoding of a record changes; readers refuse newer ones
 // and still read every older one (docs/FORMAT.md, "Version history").
-constexpr uint16_t kFormatVersion = 6;
+constexpr uint16_t kFormatVersion = 7;
 
 enum class Dtype : uint8_t {
   Unknown = 0, Bool, UInt8, Int8, Int16, Int32, Int64,

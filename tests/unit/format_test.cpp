@@ -819,6 +819,41 @@ TEST_F(FrameFileTest, DataFramesAreSkippedAndReadOnDemand) {
   EXPECT_EQ(reader.corruptFrames() + reader.corruptDataFrames() + reader.truncatedBytes(), 0u);
 }
 
+// v7 writes data frames byte-shuffled; they read back as the same stream,
+// whole or in slices, beside unshuffled (v2..v6) ones, and whatever the
+// payload's size modulo 4.
+TEST_F(FrameFileTest, ShuffledDataFramesReadBackAsTheStream) {
+  std::string stream;
+  for (int i = 0; i < 4099; ++i) stream.push_back(static_cast<char>((i * 37 + i / 7) & 0xff));
+  FrameEncoder encoder(1);
+  std::string file = fileHeader(), frame;
+  encoder.encodeData(std::string_view(stream).substr(0, 1001), 0, frame);  // shuffled, a 1-byte tail
+  EXPECT_EQ(frame.substr(0, 4), "ACCS");
+  file += frame;
+  encoder.encodeData(std::string_view(stream).substr(1001, 1000), 1001, frame, /*shuffle=*/false);
+  EXPECT_EQ(frame.substr(0, 4), "ACCD");
+  file += frame;
+  encoder.encodeData(std::string_view(stream).substr(2001), 2001, frame);
+  file += frame;
+  encoder.encode(payload(0), frame);
+  file += frame;
+  writeBytes(file);
+  FrameReader reader(path_);
+  std::string got;
+  ASSERT_TRUE(reader.next(got));
+  std::string out(stream.size(), '?');
+  ASSERT_TRUE(reader.readData(0, stream.size(), out.data()));
+  EXPECT_EQ(out, stream);
+  ASSERT_TRUE(reader.readData(998, 7, out.data()));
+  EXPECT_EQ(out.substr(0, 7), stream.substr(998, 7));
+  EXPECT_EQ(reader.corruptFrames() + reader.corruptDataFrames(), 0u);
+  std::string shuffled(10, '?'), back(10, '?');
+  byteShuffle4("abcdefghij", 10, shuffled.data());
+  EXPECT_EQ(shuffled, "aebfcgdhij");
+  byteUnshuffle4(shuffled.data(), 10, back.data());
+  EXPECT_EQ(back, "abcdefghij");
+}
+
 TEST_F(FrameFileTest, DataFrameMagicInVersionOneFileIsCorruption) {
   std::string header = fileHeader();
   header[8] = 1;  // format version 1 had no data frames
