@@ -5,8 +5,10 @@
 // the bytes the program computed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <iostream>
 #include <filesystem>
 #include <set>
 #include <string>
@@ -155,6 +157,40 @@ TEST(DeduplicationTest, CompareComparesEachPairOfContentsOnce) {
   for (const char* key : {"compared", "not_compared", "pass", "warn", "fail"}) {
     EXPECT_EQ(whole[key], dedup[key]) << key;
   }
+}
+
+// The store remembers contents by weak references, which keep dead
+// TensorImpl and StorageImpl objects allocated until a sweep lets them go.
+// Swept only every 4,096 records, those small objects pinned the heap
+// between a program's tensors: resnet18 + AdamW peaked 208 MB (42 %) above
+// its unrecorded run. Now they are let go within 64 records.
+TEST(DeduplicationTest, RecordingKeepsTheProgramsPeakMemory) {
+  // The training script as the only child of a small Python program that
+  // prints its peak resident memory (KiB); acc, preloaded into both, records
+  // only the child (the parent never loads torch).
+  const std::string wrapper =
+      "import resource, subprocess, sys; r = subprocess.run(sys.argv[1:]); "
+      "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); sys.exit(r.returncode)";
+  const std::map<std::string, std::string> env = {
+      {"RESNET_STEPS", "8"}, {"RESNET_SIZE", "64"}, {"RESNET_OPTIM", "adamw"}, {"OMP_NUM_THREADS", "1"}};
+  auto peakKib = [&](bool recorded, const std::string& dir) {
+    Command c;
+    c.argv = {python(), "-c", wrapper, python(), example("resnet_train.py")};
+    c.env = env;
+    c.preload = recorded;
+    if (recorded) c.env.insert({{"ACC_OUTPUT_DIR", dir}, {"ACC_LEVEL", "1"}});
+    RunResult r = run(c);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const size_t last = r.out.find_last_not_of("\n");
+    const size_t start = r.out.find_last_of('\n', last);
+    return std::stod(r.out.substr(start == std::string::npos ? 0 : start + 1));
+  };
+  TempDir dir;
+  const double plain = peakKib(false, ""), recorded = peakKib(true, dir.path());
+  std::cerr << "peak resident memory: " << plain / 1024 << " MiB unrecorded, " << recorded / 1024
+            << " MiB at level 1\n";
+  // Issue 26's target: at most 5 % or 64 MiB more, whichever is larger.
+  EXPECT_LE(recorded, std::max(plain * 1.05, plain + 64 * 1024)) << plain << " KiB unrecorded";
 }
 
 }  // namespace
