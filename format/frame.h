@@ -58,6 +58,10 @@ struct DataFrameRef {
   bool shuffled = false;  // v7: its bytes byteShuffle4'd before compression
 };
 
+inline bool isDataFrameMagic(uint32_t magic) {
+  return magic == kDataFrameMagic || magic == kShuffledDataFrameMagic;
+}
+
 // Byte i of 4-byte word w goes to plane i (out[i * words + w]); the bytes
 // after the last whole word stay as they are. byteUnshuffle4 undoes it.
 void byteShuffle4(const char* in, size_t size, char* out);

@@ -59,6 +59,7 @@
 #include <cstring>
 #include <mutex>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -372,7 +373,16 @@ c10::IValue toDevice(const c10::IValue& v) {
 // so do out= ops whose output must grow (borrowed memory cannot): an empty
 // output (what composite ops pass) is known to; another that must grow
 // fails before writing anything and is run again (rare: a c10::Error is
-// expensive).
+// expensive: torch 1.13 takes a backtrace for it, 5 ms a step on the MLP);
+// an op that needed it once takes the copying fallback from then on.
+std::mutex g_regrow_mutex;
+std::set<std::string> g_regrow;  // ops whose out= outputs must grow
+
+bool mustRegrow(const c10::OperatorHandle& op) {
+  std::lock_guard<std::mutex> lock(g_regrow_mutex);
+  return !g_regrow.empty() && g_regrow.count(op.schema().name()) != 0;
+}
+
 void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   static const bool trace = envInt("TESTDEV_TRACE", 0) != 0;
   if (trace && t_in_kernel == 0) std::fprintf(stderr, "testdev kernel %s\n", op.schema().name().c_str());
@@ -390,6 +400,10 @@ void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
       return;
     }
   }
+  if (mustRegrow(op)) {
+    at::native::cpu_fallback(op, stack);
+    return;
+  }
   std::vector<c10::IValue> original(stack->begin() + static_cast<std::ptrdiff_t>(first), stack->end());
   // The CPU aliases stay owned here until the results are handed back: a
   // boxed out= kernel returning several Tensor& (aminmax.out) drops its
@@ -401,6 +415,10 @@ void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
   } catch (const c10::Error& e) {
     if (std::string(e.what()).find("not resizable") == std::string::npos) throw;
+    {
+      std::lock_guard<std::mutex> lock(g_regrow_mutex);
+      g_regrow.insert(op.schema().name());
+    }
     stack->resize(first);
     stack->insert(stack->end(), original.begin(), original.end());
     at::native::cpu_fallback(op, stack);

@@ -413,7 +413,7 @@ size_t insideFirstFrame(const std::string& file, uint32_t magic) {
     uint32_t m, csize;
     std::memcpy(&m, bytes.data() + at, 4);
     std::memcpy(&csize, bytes.data() + at + 4, 4);
-    const size_t header = m == format::kDataFrameMagic ? format::kDataFrameHeaderSize : format::kFrameHeaderSize;
+    const size_t header = format::isDataFrameMagic(m) ? format::kDataFrameHeaderSize : format::kFrameHeaderSize;
     if (m == magic) return at + header + csize / 2;
     at += header + csize;
   }
@@ -462,7 +462,7 @@ TEST(CompareE2E, CorruptFrameInsideALargeTensorCostsOnlyThatTensor) {
   TempDir work, out;
   recordBigTensors(work);
   const std::string file = work / "b/rank0/records.acc";
-  damage(file, insideFirstFrame(file, format::kDataFrameMagic));
+  damage(file, insideFirstFrame(file, format::kShuffledDataFrameMagic));
   Outcome o = compare(work / "a", work / "b", out.path());
   EXPECT_EQ(o.run.exit_code, 2) << o.run.out << o.run.err;
   EXPECT_NE(o.run.err.find("1 tensor(s) without their data (compared on statistics)"), std::string::npos)
@@ -519,7 +519,7 @@ TEST(CompareE2E, CorruptDataFrameFallsBackToStatistics) {
   TempDir work, out;
   fs::copy(recording(Variant::Reference), work / "damaged", fs::copy_options::recursive);
   const std::string file = work / "damaged/rank0/records.acc";
-  damage(file, insideFirstFrame(file, format::kDataFrameMagic));
+  damage(file, insideFirstFrame(file, format::kShuffledDataFrameMagic));
   Outcome o = compare(recording(Variant::Reference), work / "damaged", out.path());
   EXPECT_EQ(o.run.exit_code, 2) << o.run.out << o.run.err;
   EXPECT_NE(o.run.err.find("without their data (compared on statistics)"), std::string::npos) << o.run.err;

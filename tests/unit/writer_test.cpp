@@ -115,7 +115,7 @@ std::vector<size_t> frameOffsets(const std::string& path, uint32_t magic) {
     std::memcpy(&m, bytes.data() + at, 4);
     std::memcpy(&csize, bytes.data() + at + 4, 4);
     if (m == magic) out.push_back(at);
-    at += (m == format::kDataFrameMagic ? format::kDataFrameHeaderSize : format::kFrameHeaderSize) + csize;
+    at += (format::isDataFrameMagic(m) ? format::kDataFrameHeaderSize : format::kFrameHeaderSize) + csize;
   }
   return out;
 }
@@ -188,7 +188,7 @@ TEST_F(WriterTest, DataBytesSurviveAcrossDataFrames) {
     }
   }
   // Data is written before the record frame that refers to it.
-  EXPECT_LT(frameOffsets(path_, format::kDataFrameMagic).front(), frameOffsets(path_, format::kFrameMagic).front());
+  EXPECT_LT(frameOffsets(path_, format::kShuffledDataFrameMagic).front(), frameOffsets(path_, format::kFrameMagic).front());
 }
 
 TEST_F(WriterTest, CorruptDataFrameCostsOnlyTheBytesInIt) {
@@ -199,7 +199,7 @@ TEST_F(WriterTest, CorruptDataFrameCostsOnlyTheBytesInIt) {
     for (uint64_t i = 0; i < 3; ++i) ASSERT_TRUE(writer.submit(encodedOp(i, 40000)));
   }
   // Data frames: record 0 fills the first two and part of the third.
-  std::vector<size_t> data = frameOffsets(path_, format::kDataFrameMagic);
+  std::vector<size_t> data = frameOffsets(path_, format::kShuffledDataFrameMagic);
   ASSERT_GE(data.size(), 7u);
   std::string bytes = readFile(path_);
   bytes[data[1] + format::kDataFrameHeaderSize + 100] ^= 0x5a;
@@ -223,7 +223,7 @@ TEST_F(WriterTest, FileCutInsideDataKeepsEarlierRecordsWithTheirData) {
     ASSERT_TRUE(writer.submit(encodedOp(0, 20000, 0, 17 << 10)));
     ASSERT_TRUE(writer.submit(encodedOp(1, 50000)));
   }
-  std::vector<size_t> data = frameOffsets(path_, format::kDataFrameMagic);
+  std::vector<size_t> data = frameOffsets(path_, format::kShuffledDataFrameMagic);
   std::vector<size_t> records = frameOffsets(path_, format::kFrameMagic);
   ASSERT_EQ(records.size(), 2u);
   ASSERT_LT(records[0], data.back());
