@@ -152,8 +152,6 @@ void RowStats::launchGroup(const Group& group, std::vector<at::Tensor>& blocks, 
   };
   std::vector<Placed> placed;
   int64_t rows = 0;
-  std::vector<at::Tensor> tail_min, tail_max;
-  std::vector<size_t> tails;  // entries with a tail row, in the order of tail_min
 
   auto emit = [&] {
     if (rows == 0) return;
@@ -182,11 +180,13 @@ void RowStats::launchGroup(const Group& group, std::vector<at::Tensor>& blocks, 
     // The checksum, sum over i of bits(x_i) (2i + 1) mod 2^64, per row as
     // W = sum bits_j (2j + 1) and P = sum bits_j; the host adds 2 b P for a
     // row starting at element b. int64 arithmetic wraps as the sum must.
-    // (A broadcast product [R, C, 2] does it in two kernels, but moves twice
-    // the bytes: three times slower on a CPU-backed device.)
-    at::Tensor bits = x.view(sameWidthInteger(x.element_size())).to(at::kLong, false, /*copy=*/true);
-    at::Tensor plain = bits.sum(1);
-    at::Tensor weighed = bits.mul_(weights).sum(1);
+    // The product with int64 weights widens the bits as ATen widens integers
+    // (uint8 by zeros, the others by sign), and so does a sum into int64.
+    // (A broadcast product [R, C, 2] does both in two kernels, but moves
+    // twice the bytes: three times slower on a CPU-backed device.)
+    const at::Tensor bits = x.view(sameWidthInteger(x.element_size()));
+    at::Tensor plain = bits.sum(1, false, at::kLong);
+    at::Tensor weighed = (bits * weights).sum(1);
     counts = floating ? at::stack({at::isnan(x).sum(1), at::isinf(x).sum(1), weighed, plain}, 1)
                       : at::stack({weighed, plain}, 1);
     const int64_t floats_at = offset;
@@ -213,35 +213,27 @@ void RowStats::launchGroup(const Group& group, std::vector<at::Tensor>& blocks, 
       if (rows == kRowsPerChunk) emit();
       const int64_t take = std::min(whole - row, kRowsPerChunk - rows);
       slices.push_back(flat.narrow(0, row * kRowWidth, take * kRowWidth));
-      e.segments.push_back({0, 0, take, row * kRowWidth, false});
+      e.segments.push_back({0, 0, take, row * kRowWidth, Kind::Whole});
       placed.push_back({index, e.segments.size() - 1, rows});
       rows += take;
       row += take;
     }
     if (tail == 0) continue;
-    if (rows == kRowsPerChunk) emit();
     const at::Tensor rest = flat.narrow(0, whole * kRowWidth, tail);
-    slices.push_back(rest);
-    slices.push_back(pads.zero.narrow(0, 0, kRowWidth - tail));
-    e.segments.push_back({0, 0, 1, whole * kRowWidth, true});
-    placed.push_back({index, e.segments.size() - 1, rows});
-    rows += 1;
-    tail_min.push_back(rest);
-    tail_min.push_back(pads.high.narrow(0, 0, kRowWidth - tail));
-    tail_max.push_back(rest);
-    tail_max.push_back(pads.low.narrow(0, 0, kRowWidth - tail));
-    tails.push_back(index);
+    // The pads never win: zeros add nothing, the largest value is no
+    // smaller than any element, the smallest no larger.
+    const std::pair<Kind, const at::Tensor*> padded[] = {
+        {Kind::Tail, &pads.zero}, {Kind::TailMin, &pads.high}, {Kind::TailMax, &pads.low}};
+    for (const auto& [kind, pad] : padded) {
+      if (rows == kRowsPerChunk) emit();
+      slices.push_back(rest);
+      slices.push_back(pad->narrow(0, 0, kRowWidth - tail));
+      e.segments.push_back({0, 0, 1, whole * kRowWidth, kind});
+      placed.push_back({index, e.segments.size() - 1, rows});
+      rows += 1;
+    }
   }
   emit();
-  if (tails.empty()) return;
-  // The tail rows' own extremes: padded with the type's largest value for
-  // the min and its smallest for the max, so the pads never win.
-  const int64_t k = static_cast<int64_t>(tails.size());
-  at::Tensor mn = at::cat(tail_min).view({k, kRowWidth}).amin(1);
-  at::Tensor mx = at::cat(tail_max).view({k, kRowWidth}).amax(1);
-  blocks.push_back(at::stack({mn, mx}, 1).reshape({-1}));
-  for (int64_t j = 0; j < k; ++j) entries_[tails[static_cast<size_t>(j)]].tail_extremes = offset + 2 * j;
-  offset += 2 * k;
 }
 
 format::Stats RowStats::stats(size_t i, const double* partials, size_t count) const {
@@ -260,14 +252,20 @@ format::Stats RowStats::stats(size_t i, const double* partials, size_t count) co
     for (int64_t r = 0; r < seg.rows; ++r) {
       const double* f = partials + seg.floats + r * 4;
       const int64_t c = seg.counts + r * width;
-      double row_min = f[0], row_max = f[1];
-      if (seg.tail) {
-        check(e.tail_extremes + 2);
-        row_min = partials[e.tail_extremes];
-        row_max = partials[e.tail_extremes + 1];
+      // A tail's three rows: min from one, max from another, the rest from
+      // the zero-padded one.
+      if (seg.kind == Kind::TailMin) {
+        mn = std::min(mn, f[0]);
+        continue;
       }
-      mn = std::min(mn, row_min);
-      mx = std::max(mx, row_max);
+      if (seg.kind == Kind::TailMax) {
+        mx = std::max(mx, f[1]);
+        continue;
+      }
+      if (seg.kind == Kind::Whole) {
+        mn = std::min(mn, f[0]);
+        mx = std::max(mx, f[1]);
+      }
       sum += f[2];
       squares += f[3] * f[3];
       if (e.floating) {

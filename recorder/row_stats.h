@@ -46,20 +46,24 @@ class RowStats {
   format::Stats stats(size_t i, const double* partials, size_t count) const;
 
  private:
+  // A tensor's last elements, fewer than a row, take three rows: padded
+  // with zeros (for the sums, counts and checksum), with the type's largest
+  // value (its min) and with its smallest (its max). Extra rows, not extra
+  // kernels: the same reductions run over them.
+  enum class Kind : uint8_t { Whole, Tail, TailMin, TailMax };
   // Rows of one tensor that sit side by side in one block of partials.
   struct Segment {
     int64_t floats = 0;  // offset of the first row's 4 float64 values (min, max, sum, norm)
     int64_t counts = 0;  // offset of its integer values (NaN, Inf, then the checksum's two sums)
     int64_t rows = 0;
     int64_t first_element = 0;  // element index of the first row in the tensor
-    bool tail = false;  // one row, zero-padded: its extremes come from tail_extremes
+    Kind kind = Kind::Whole;
   };
   struct Entry {
     at::Tensor tensor;  // released by launch()
     int64_t elements = 0;  // reals (a complex tensor's are twice its numel)
     bool floating = false;
     std::vector<Segment> segments;
-    int64_t tail_extremes = -1;  // offset of the tail row's true min and max, if it has a tail
   };
   struct Group;
 
