@@ -20,6 +20,7 @@
 #include <sstream>
 #include <thread>
 
+#include "analyzer/recording_notes.h"
 #include "analyzer/check_rows.h"
 #include "analyzer/cli.h"
 #include "analyzer/compare/steps.h"
@@ -66,6 +67,8 @@ constexpr const char* kUsage =
     "options:\n"
     "  -o, --output OUT       report directory (created; files are overwritten)\n"
     "  --json                 print summary.json on stdout instead of the verdict\n"
+    "  --progress             progress lines on stderr even when it is not a\n"
+    "                         terminal (a log); a terminal always gets the bar\n"
     "  --op-list A,B          check only ops whose name contains one of these\n"
     "  --only-failed          report only failing tensor pairs\n"
     "  --threads N            replay workers (default: one per core)\n"
@@ -267,7 +270,9 @@ int checkCommand(const std::vector<std::string>& argv) {
   result.dir0 = "float64 replay of " + a.dir;
   result.dir1 = a.dir;
   result.numerics1 = ranks.front().manifest.value("numerics", nlohmann::json::object());
-  ProgressReporter reporter(stderr, "check");
+  result.recording_notes = recordingNotes(ranks);
+  for (const std::string& n : result.recording_notes) std::cerr << "acc-analyzer: " << n << "\n";
+  ProgressReporter reporter(stderr, "check", a.progress);
   CompareProgress progress;
   progress.action = "replaying";
   for (const RankRecording& r : ranks) progress.pairs_total += expectedRecords(r);
@@ -306,6 +311,7 @@ int checkCommand(const std::vector<std::string>& argv) {
     return kExitInput;
   }
   result.spill = spill;
+  result.replay_stderr = pool.workerStderr();
   result.records1 = result.records0;
   result.bytes_compared = progress.bytes_done;
   sortOrigins(result);

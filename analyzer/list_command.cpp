@@ -9,6 +9,7 @@
 #include "analyzer/text.h"
 #include "analyzer/record_json.h"
 #include "analyzer/recording.h"
+#include "analyzer/recording_notes.h"
 
 namespace acc::analyzer {
 namespace {
@@ -120,6 +121,7 @@ int listCommand(const std::vector<std::string>& args) {
                     rank.manifest.contains("config") ? rank.manifest["config"].value("level", nlohmann::json()).dump().c_str() : "?",
                     rank.manifest.value("format_version", nlohmann::json("?")).dump().c_str(), records.size(),
                     data_text.c_str(), status.c_str());
+        for (const std::string& note : recordingNotes(rank.manifest)) std::printf("  note: %s\n", note.c_str());
         if (rank.manifest.contains("watch")) std::printf("  %s\n", watchText(rank.manifest["watch"]).c_str());
       }
       for (const format::OpRecord& r : records) {

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <fcntl.h>
+#include <unistd.h>
 
 namespace acc::recorder {
 
@@ -44,7 +46,19 @@ nlohmann::json configToJson(const env::Config& c) {
   };
 }
 
-bool writeManifestFile(const std::string& dir, const nlohmann::json& manifest) {
+void reserveManifestSpace(const std::string& dir) {
+  const std::string path = dir + "/" + kManifestReserveFile;
+  const int fd = ::open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  // Blocks really allocated (a sparse file would free nothing).
+  const bool ok = ::posix_fallocate(fd, 0, kManifestReserveBytes) == 0;
+  ::close(fd);
+  if (!ok) ::unlink(path.c_str());  // a disk already too full: nothing to reserve
+}
+
+namespace {
+
+bool writeOnce(const std::string& dir, const nlohmann::json& manifest) {
   const std::string path = dir + "/" + kManifestFile;
   const std::string tmp = path + ".tmp";
   std::FILE* f = std::fopen(tmp.c_str(), "w");
@@ -57,6 +71,15 @@ bool writeManifestFile(const std::string& dir, const nlohmann::json& manifest) {
     return false;
   }
   return true;
+}
+
+}  // namespace
+
+bool writeManifestFile(const std::string& dir, const nlohmann::json& manifest, bool last) {
+  // Periodic writes on a full disk fail and keep the previous manifest; the
+  // reserve is for the last one only.
+  if (last) ::unlink((dir + "/" + kManifestReserveFile).c_str());
+  return writeOnce(dir, manifest);
 }
 
 uint64_t unixNowNs() {

@@ -16,8 +16,15 @@ constexpr const char* kRecordsFile = "records.acc";
 
 nlohmann::json configToJson(const env::Config& config);
 
+// A file of kManifestReserveBytes beside the manifest, made at start: when
+// the records fill the disk, removing it makes room for the final manifest.
+constexpr const char* kManifestReserveFile = ".manifest.reserve";
+constexpr long kManifestReserveBytes = 256 << 10;
+void reserveManifestSpace(const std::string& dir);
+
 // Returns false (and leaves any previous manifest intact) on I/O errors.
-bool writeManifestFile(const std::string& dir, const nlohmann::json& manifest);
+// `last` gives the reserved space back first.
+bool writeManifestFile(const std::string& dir, const nlohmann::json& manifest, bool last = false);
 
 std::string isoTime(uint64_t unix_ns);
 uint64_t unixNowNs();

@@ -6,6 +6,7 @@
 
 #include "recorder/module_paths.h"
 #include "recorder/python_api.h"
+#include "recorder/session.h"
 
 namespace acc::recorder {
 namespace {
@@ -32,10 +33,21 @@ def _acc_hooks():
     trees = weakref.WeakKeyDictionary()  # outermost module -> {id(module): path id}
     local = threading.local()
     intern, enter, grad_next = _acc_intern, _acc_enter, _acc_grad_next
+    # Python ends an unhandled KeyboardInterrupt by SIGINT at its default
+    # action, after its own atexit callbacks and without C's: acc finishes
+    # the recording there when a signal came (session.h, pythonExiting).
+    import atexit
+    atexit.register(_acc_python_exit)
     alias = torch.ops.aten.alias
 
+    def wrapper(mod):
+        # torch.compile's OptimizedModule calls the model it wraps: paths
+        # are the model's own (not "_orig_mod.layers.0"), and its call
+        # fires no hook of acc's twice.
+        return type(mod).__name__ == 'OptimizedModule' and hasattr(mod, '_orig_mod')
+
     def pre(mod, args):
-        if compiling():
+        if compiling() or wrapper(mod):
             return
         st = getattr(local, 'st', None)
         if st is None:
@@ -52,7 +64,7 @@ def _acc_hooks():
         enter(i)
 
     def post(mod, args, out):
-        if compiling():
+        if compiling() or wrapper(mod):
             return
         st = getattr(local, 'st', None)
         if not st:
@@ -81,11 +93,25 @@ def _acc_hooks():
                         pass
         grad_next('')
 
-    mm.register_module_forward_pre_hook(pre)
+    mine = {mm.register_module_forward_pre_hook(pre).id}
     try:
-        mm.register_module_forward_hook(post, always_call=True)  # torch 2.1+: also when forward raises
+        mine.add(mm.register_module_forward_hook(post, always_call=True).id)  # torch 2.1+: also when forward raises
     except TypeError:
-        mm.register_module_forward_hook(post)
+        mine.add(mm.register_module_forward_hook(post).id)
+
+    # torch.compile(module) warns on every call when any global module hook
+    # is set (torch 2.2+, the only caller of _has_any_global_hook): acc's
+    # must not change the program's output, the program's own still warn.
+    if hasattr(mm, '_has_any_global_hook'):
+        tables = [t for t in ('_global_backward_pre_hooks', '_global_backward_hooks',
+                              '_global_forward_pre_hooks', '_global_forward_hooks',
+                              '_global_forward_hooks_always_called', '_global_forward_hooks_with_kwargs')
+                  if isinstance(getattr(mm, t, None), dict)]
+
+        def _has_any_global_hook():
+            return any(k not in mine for t in tables for k in getattr(mm, t))
+
+        mm._has_any_global_hook = _has_any_global_hook
     return grads
 
 try:
@@ -97,6 +123,7 @@ except Exception as e:
 
 constexpr int kFileInput = 257;  // Py_file_input
 constexpr int kMethO = 0x0008;   // METH_O
+constexpr int kMethNoArgs = 0x0004;  // METH_NOARGS
 
 // PyMethodDef's layout, stable across CPython 3.x.
 struct MethodDef {
@@ -131,6 +158,12 @@ PythonApi::Obj gradNextHook(PythonApi::Obj, PythonApi::Obj path) {
   return path;
 }
 
+PythonApi::Obj pythonExitHook(PythonApi::Obj, PythonApi::Obj) {
+  Session::pythonExiting();
+  return PythonApi::get().long_from(0);
+}
+
+MethodDef g_python_exit{"_acc_python_exit", reinterpret_cast<void*>(&pythonExitHook), kMethNoArgs, nullptr};
 MethodDef g_intern{"_acc_intern", reinterpret_cast<void*>(&internHook), kMethO, nullptr};
 MethodDef g_enter{"_acc_enter", reinterpret_cast<void*>(&enterHook), kMethO, nullptr};
 MethodDef g_grad_next{"_acc_grad_next", reinterpret_cast<void*>(&gradNextHook), kMethO, nullptr};
@@ -182,12 +215,14 @@ void PythonHooks::install(bool quiet) {
       PythonApi::Obj builtins = api.import("builtins");
       PythonApi::Obj functions[] = {api.new_function(&g_intern, nullptr, nullptr),
                                     api.new_function(&g_enter, nullptr, nullptr),
-                                    api.new_function(&g_grad_next, nullptr, nullptr)};
-      bool ready = globals && builtins && functions[0] && functions[1] && functions[2] &&
+                                    api.new_function(&g_grad_next, nullptr, nullptr),
+                                    api.new_function(&g_python_exit, nullptr, nullptr)};
+      bool ready = globals && builtins && functions[0] && functions[1] && functions[2] && functions[3] &&
                    api.dict_set(globals, "__builtins__", builtins) == 0 &&
                    api.dict_set(globals, g_intern.name, functions[0]) == 0 &&
                    api.dict_set(globals, g_enter.name, functions[1]) == 0 &&
-                   api.dict_set(globals, g_grad_next.name, functions[2]) == 0;
+                   api.dict_set(globals, g_grad_next.name, functions[2]) == 0 &&
+                   api.dict_set(globals, g_python_exit.name, functions[3]) == 0;
       if (ready) {
         if (PythonApi::Obj result = api.run(kHooks, kFileInput, globals, globals, nullptr)) {
           api.decref(result);

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <csignal>
 
 #include "format/record.h"
 #include "recorder/manifest.h"
@@ -23,7 +24,9 @@ namespace acc::recorder {
 namespace {
 
 std::atomic<Session*> g_active{nullptr};
-Session* g_session = nullptr;  // owned by the process; never freed (see header)
+// Owned by the process; never freed (see header). Atomic: stop() may run on
+// the exit path and on the signal path at once, and only one of them stops.
+std::atomic<Session*> g_session{nullptr};
 std::string g_torch_version;
 
 // mkdir -p; returns the errno of the first failure, 0 on success.
@@ -55,9 +58,18 @@ std::string lockDirectory(const std::string& dir) {
 
 void forgetInChild() {
   // A forked child (a data-loader worker) has no writer thread: it does not
-  // record, and its exit must not touch the parent's files.
+  // record, and its exit must not touch the parent's files; its signals go
+  // where they went before acc.
   g_active.store(nullptr);
-  g_session = nullptr;
+  if (Session* s = g_session.exchange(nullptr)) s->forgetSignalsInChild();
+}
+
+const char* signalName(int sig) {
+  switch (sig) {
+    case SIGTERM: return "SIGTERM";
+    case SIGINT: return "SIGINT";
+    default: return "";
+  }
 }
 
 }  // namespace
@@ -76,7 +88,7 @@ Session::Session(const env::Config& config, int64_t rank, std::string dir)
 Session* Session::active() { return g_active.load(std::memory_order_acquire); }
 
 Session* Session::start(const env::Config& config, int64_t rank, const std::string& dir) {
-  if (g_session != nullptr) return g_session;
+  if (Session* running = g_session.load()) return running;
   std::string taken = lockDirectory(dir);
   if (taken.empty()) {
     std::fprintf(stderr, "acc: cannot create the output directory %s (%s); recording is off\n",
@@ -104,12 +116,15 @@ Session* Session::start(const env::Config& config, int64_t rank, const std::stri
                    config.random == env::Random::Save ? "saved" : "replayed");
     }
   }
+  // Room for the final manifest if the records fill the disk.
+  reserveManifestSpace(taken);
   s->writeManifest("running");
-  g_session = s;
+  g_session.store(s);
   g_active.store(s, std::memory_order_release);
   observer::install();
   std::atexit(&Session::stop);
   pthread_atfork(nullptr, nullptr, &forgetInChild);
+  s->signals_ = std::make_unique<TerminationSignals>(s->signal_, &s->step_, &Session::stop);
   if (!config.quiet && s->watch_) {
     std::fprintf(stderr,
                  "acc: watching rank %lld for the first NaN/Inf (ACC_WATCH=naninf, passes %s, %s ops); "
@@ -142,16 +157,21 @@ Session* Session::start(const env::Config& config, int64_t rank, const std::stri
 }
 
 void Session::stop() {
-  Session* s = g_session;
-  if (s == nullptr || s->pid_ != ::getpid()) return;
-  g_session = nullptr;
+  Session* s = g_session.load();
+  if (s == nullptr || s->pid_ != ::getpid() || !g_session.compare_exchange_strong(s, nullptr)) return;
   g_active.store(nullptr, std::memory_order_release);
   observer::uninstall();
   s->stats_batch_.flush();
   if (s->watch_) s->watch_->drain(*s);
   if (s->random_) s->random_->stop();
   s->writer_->stop();
-  s->writeManifest("complete");
+  const bool terminated = s->signal_.default_action.load();
+  s->writeManifest(terminated ? "terminated" : "complete", /*last=*/true);
+  if (terminated && !s->config_.quiet) {
+    std::fprintf(stderr, "acc: rank %lld: terminated by %s at step %lld; the queued records were written\n",
+                 static_cast<long long>(s->rank_), signalName(s->signal_.number.load()),
+                 static_cast<long long>(s->signal_.step.load()));
+  }
   const std::string watched = s->watch_ ? s->watch_->summary() : std::string();
   if (!watched.empty() && !s->config_.quiet) std::fprintf(stderr, "%s\n", watched.c_str());
   if (s->random_ && !s->config_.quiet) std::fprintf(stderr, "%s\n", s->random_->summary().c_str());
@@ -163,6 +183,11 @@ void Session::stop() {
                  static_cast<unsigned long long>(w.records_lost), s->dir_.c_str(),
                  s->writer_->ioError().empty() ? "" : ": ", s->writer_->ioError().c_str());
   }
+}
+
+void Session::pythonExiting() {
+  Session* s = g_session.load();
+  if (s != nullptr && s->signal_.number.load() != 0) stop();
 }
 
 void Session::advanceStep() {
@@ -185,7 +210,11 @@ void Session::noteDevice(const std::string& device) {
   devices_.insert(device);
 }
 
-void Session::writeManifest(const char* status) {
+void Session::forgetSignalsInChild() {
+  if (signals_) signals_->forgetInChild();
+}
+
+void Session::writeManifest(const char* status, bool last) {
   std::lock_guard<std::mutex> lock(manifest_mutex_);
   WriterCounts w = writer_->counts();
   nlohmann::json devices = nlohmann::json::array();
@@ -201,7 +230,8 @@ void Session::writeManifest(const char* status) {
       {"rank", rank_},
       {"pid", pid_},
       {"start_time", isoTime(start_ns_)},
-      {"end_time", std::string(status) == "complete" ? nlohmann::json(isoTime(unixNowNs())) : nullptr},
+      {"updated_time", isoTime(unixNowNs())},
+      {"end_time", last ? nlohmann::json(isoTime(unixNowNs())) : nullptr},
       {"devices", devices},
       {"config", configToJson(config_)},
       {"numerics", numerics_.toJson()},
@@ -225,13 +255,20 @@ void Session::writeManifest(const char* status) {
       {"device_stats", stats_batch_.countsJson()},
       {"io_error", writer_->ioError()},
   };
+  if (const int sig = signal_.number.load()) {
+    m["signal"] = {{"number", sig},
+                   {"name", signalName(sig)},
+                   {"step", signal_.step.load()},
+                   {"time", isoTime(signal_.unix_ns.load())},
+                   {"action", signal_.default_action.load() ? "default" : "program handler"}};
+  }
   if (watch_) m["watch"] = watch_->toJson();
   if (random_) {
     m["random"] = random_->toJson();
   } else if (config_.random != env::Random::Off) {
     m["random"] = {{"mode", env::randomName(config_.random)}, {"error", random_error_}};
   }
-  writeManifestFile(dir_, m);
+  writeManifestFile(dir_, m, last);
 }
 
 }  // namespace acc::recorder

@@ -19,6 +19,7 @@
 #include "recorder/uninitialized_memory.h"
 #include "recorder/stack_registry.h"
 #include "recorder/stats_batch.h"
+#include "recorder/termination.h"
 #include "recorder/watch.h"
 #include "recorder/writer.h"
 
@@ -40,8 +41,13 @@ class Session {
   static Session* start(const env::Config& config, int64_t rank, const std::string& dir);
   // Null until started, and again in a forked child.
   static Session* active();
-  // Idempotent; the atexit handler of the process that started the session.
+  // Idempotent; the atexit handler of the process that started the session,
+  // and what SIGTERM or SIGINT runs before its default action (termination.h).
   static void stop();
+  // Python's atexit: stops the session when a signal was noted, for Python
+  // then ends by that signal (an unhandled KeyboardInterrupt) and C's
+  // atexit handlers never run. Otherwise recording goes on to C's exit.
+  static void pythonExiting();
 
   const env::Config& config() const { return config_; }
   Selector& selector() { return selector_; }
@@ -77,10 +83,13 @@ class Session {
   std::unique_ptr<QueuedRecord> blankRecord() { return writer_->blank(); }
   bool emit(std::unique_ptr<InFlightRecord> record);
   void noteDevice(const std::string& device);
+  // In a forked child: the signal handlers are the parent's business.
+  void forgetSignalsInChild();
 
  private:
   Session(const env::Config& config, int64_t rank, std::string dir);
-  void writeManifest(const char* status);
+  // `last`: the final one (end_time set, the reserved space given back).
+  void writeManifest(const char* status, bool last = false);
 
   env::Config config_;
   int64_t rank_;
@@ -107,6 +116,8 @@ class Session {
   std::mutex devices_mutex_;
   std::set<std::string> devices_;
   std::mutex manifest_mutex_;
+  SignalNote signal_;
+  std::unique_ptr<TerminationSignals> signals_;
 };
 
 }  // namespace acc::recorder

@@ -1,5 +1,7 @@
 #include "recorder/stats_pool.h"
 
+#include "recorder/termination.h"
+
 #include <cstdint>
 #include <unistd.h>
 
@@ -8,7 +10,10 @@
 namespace acc::recorder {
 
 StatsPool::StatsPool(unsigned helpers) : owner_pid_(::getpid()) {
-  for (unsigned i = 0; i < helpers; ++i) helpers_.emplace_back([this] { helperLoop(); });
+  for (unsigned i = 0; i < helpers; ++i) helpers_.emplace_back([this] {
+    blockTerminationSignals();
+    helperLoop();
+  });
 }
 
 StatsPool::~StatsPool() {

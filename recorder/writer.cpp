@@ -1,5 +1,7 @@
 #include "recorder/writer.h"
 
+#include "recorder/termination.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -127,6 +129,7 @@ bool Writer::settle(QueuedRecord& item, bool stopping) {
 }
 
 void Writer::run() {
+  blockTerminationSignals();
   sink_ = std::make_unique<format::RecordSink>(fd_, config_.zstd_level, config_.data_zstd_level,
                                                config_.frame_kb << 10);
   const size_t frame_bytes = config_.frame_kb << 10;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <filesystem>
@@ -23,13 +24,14 @@ namespace {
 // One acc-replay process and the two pipes to it.
 class Worker {
  public:
-  explicit Worker(const std::string& binary) {
+  Worker(const std::string& binary, int stderr_fd) {
     int in[2], out[2];
     if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, in[0], 0);
     posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+    if (stderr_fd >= 0) posix_spawn_file_actions_adddup2(&actions, stderr_fd, 2);
     // The analyzer's environment without LD_PRELOAD: a worker is not a
     // program to record.
     std::vector<std::string> env;
@@ -104,6 +106,42 @@ Pool::Pool(std::string binary, unsigned workers) : binary_(std::move(binary)), w
   } else if (access(binary_.c_str(), X_OK) != 0) {
     unavailable_ = "the replay stage " + binary_ + " cannot be run (" + std::strerror(errno) + ")";
   }
+  // An unlinked file: gone with the pool, whatever happens. O_APPEND: the
+  // workers share its offset and must not write over each other.
+  std::FILE* f = std::tmpfile();
+  if (f != nullptr) {
+    stderr_fd_ = ::fcntl(fileno(f), F_DUPFD_CLOEXEC, 0);
+    std::fclose(f);
+    if (stderr_fd_ >= 0) ::fcntl(stderr_fd_, F_SETFL, ::fcntl(stderr_fd_, F_GETFL) | O_APPEND);
+  }
+}
+
+Pool::~Pool() {
+  if (stderr_fd_ >= 0) ::close(stderr_fd_);
+}
+
+Pool::Stderr Pool::workerStderr() const {
+  Stderr out;
+  if (stderr_fd_ < 0) return out;
+  std::string line;
+  auto end = [&] {
+    if (out.first.size() < kStderrKept) out.first.push_back(line.substr(0, 500));
+    ++out.lines;
+    line.clear();
+  };
+  char buf[1 << 16];
+  off_t at = 0;
+  for (ssize_t n; (n = ::pread(stderr_fd_, buf, sizeof buf, at)) > 0; at += n) {
+    for (ssize_t i = 0; i < n; ++i) {
+      if (buf[i] == '\n') {
+        end();
+      } else if (line.size() < 500) {
+        line += buf[i];
+      }
+    }
+  }
+  if (!line.empty()) end();
+  return out;
 }
 
 void Pool::run(const Next& next, const Done& done) {
@@ -139,7 +177,7 @@ void Pool::run(const Next& next, const Done& done) {
       item->second = Request();  // its data are in `bytes` now
       Outcome o;
       try {
-        if (!worker) worker = std::make_unique<Worker>(binary_);
+        if (!worker) worker = std::make_unique<Worker>(binary_, stderr_fd_);
         o = worker->call(bytes);
       } catch (const std::exception& e) {
         o = Outcome();

@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "replay/protocol.h"
 
@@ -33,10 +34,25 @@ class Pool {
   unsigned workers() const { return workers_; }
   const std::string& unavailable() const { return unavailable_; }  // why no worker can run, or ""
 
+  // What the workers wrote on stderr (torch's warnings, a crash's last
+  // words): collected in a file of the pool's, never printed, so that the
+  // analyzer's own output stays its verdict. Lines counted, the first kept.
+  struct Stderr {
+    uint64_t lines = 0;
+    std::vector<std::string> first;  // at most kStderrKept, each cut at 500 characters
+  };
+  static constexpr size_t kStderrKept = 20;
+  Stderr workerStderr() const;
+
+  ~Pool();
+  Pool(const Pool&) = delete;
+  Pool& operator=(const Pool&) = delete;
+
  private:
   std::string binary_;
   unsigned workers_;
   std::string unavailable_;
+  int stderr_fd_ = -1;  // shared by the workers, appended to
 };
 
 }  // namespace acc::replay

@@ -56,6 +56,8 @@ constexpr const char* kUsage =
     "options:\n"
     "  -o, --output OUT       report directory (created; files are overwritten)\n"
     "  --json                 print summary.json on stdout instead of the verdict\n"
+    "  --progress             progress lines on stderr even when it is not a\n"
+    "                         terminal (a log); a terminal always gets the bar\n"
     "  --op-list A,B          compare only ops whose name contains one of these\n"
     "                         (case-insensitive: relu matches aten::relu_ and\n"
     "                         ReluBackward0)\n"
@@ -363,7 +365,7 @@ int compareCommand(const std::vector<std::string>& argv) {
   // per-thread heaps beyond the memory budget; smaller ones are reused from
   // the heap without page faults.
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  ProgressReporter progress(stderr);
+  ProgressReporter progress(stderr, "compare", a.common.progress);
   a.options.progress = [&](const CompareProgress& p) { progress.update(p); };
   a.options.replay_binary = replay::defaultWorkerPath();
   // The judged rows are spilled beside the reports while compare runs.
@@ -376,6 +378,19 @@ int compareCommand(const std::vector<std::string>& argv) {
   } catch (const InputError& e) {
     progress.finish();
     std::cerr << "acc-analyzer: " << e.what() << "\n";
+    return kExitInput;
+  }
+  // Said before anything else: what was lost bounds what compare can see.
+  for (const std::string& n : result.recording_notes) std::cerr << "acc-analyzer: " << n << "\n";
+  // A side none of whose records could be read compared nothing: no verdict.
+  for (int side = 0; side < 2; ++side) {
+    const uint64_t mine = side == 0 ? result.records0 : result.records1;
+    const uint64_t other = side == 0 ? result.records1 : result.records0;
+    if (mine != 0 || (other == 0 && result.problems.empty())) continue;
+    progress.finish();
+    for (const std::string& p : result.problems) std::cerr << "acc-analyzer: " << p << "\n";
+    std::cerr << "acc-analyzer: " << (side == 0 ? a.options.dir0 : a.options.dir1) << " (DIR" << side
+              << "): no record could be read, so nothing was compared\n";
     return kExitInput;
   }
   const CompareCounts counts = countResult(result);

@@ -1,5 +1,7 @@
 #include "analyzer/compare/engine.h"
 
+#include "analyzer/recording_notes.h"
+
 #include <cstdint>
 #include <algorithm>
 #include <cctype>
@@ -70,6 +72,8 @@ CompareResult compareRecordings(const CompareOptions& options) {
   // InputError when a directory holds no recording at all.
   std::vector<RankRecording> side0 = openRecording(options.dir0);
   std::vector<RankRecording> side1 = openRecording(options.dir1);
+  result.recording_notes = recordingNotes(side0);
+  for (std::string& n : recordingNotes(side1)) result.recording_notes.push_back(std::move(n));
 
   // Ranks pair by rank number (and, for several directories of one rank,
   // in directory order); a rank of one side only is a plan of its own,
@@ -310,6 +314,7 @@ CompareResult compareRecordings(const CompareOptions& options) {
   result.modules = summarizeModules(result);  // before report filters drop rows
   result.gradients = gradientMap(result);
   result.steps = summarizeSteps(result);
+  if (pool) result.replay_stderr = pool->workerStderr();
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }

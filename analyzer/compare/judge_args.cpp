@@ -16,6 +16,7 @@ bool parseNumber(const std::string& s, double& v) {
 
 void addJudgeOptions(CLI::App& app, JudgeArgs& a) {
   app.add_flag("--json", a.json);
+  app.add_flag("--progress", a.progress);
   app.add_flag("--only-failed", a.filter.only_failed);
   addChecked(app, "-o,--output", [&a](const std::string& v) {
     a.out = v;

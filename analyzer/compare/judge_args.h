@@ -16,6 +16,9 @@ namespace acc::analyzer {
 struct JudgeArgs {
   std::string out;  // the command's default report directory
   bool json = false;
+  // Progress lines when stderr is not a terminal (a log); on a terminal the
+  // bar is always drawn.
+  bool progress = false;
   ReportFilter filter;
   std::vector<std::string> op_list;
   unsigned threads = 0;  // 0: one per core

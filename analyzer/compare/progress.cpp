@@ -16,12 +16,15 @@ constexpr double kLineEvery = 5.0;
 
 }  // namespace
 
-ProgressReporter::ProgressReporter(std::FILE* out, const char* command)
-    : ProgressReporter(out, isatty(fileno(out)) != 0, command) {}
+ProgressReporter::ProgressReporter(std::FILE* out, const char* command, bool lines)
+    : ProgressReporter(out, isatty(fileno(out)) != 0, command) {
+  silent_ = !terminal_ && !lines;
+}
 ProgressReporter::ProgressReporter(std::FILE* out, bool terminal, const char* command)
     : out_(out), terminal_(terminal), command_(command) {}
 
 void ProgressReporter::update(const CompareProgress& p) {
+  if (silent_) return;
   char text[160];
   double fraction;
   if (p.writing) {

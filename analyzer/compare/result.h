@@ -16,6 +16,7 @@
 
 #include "analyzer/numeric_settings.h"
 #include "format/record.h"
+#include "replay/pool.h"
 
 namespace acc::analyzer {
 
@@ -230,6 +231,11 @@ struct CompareResult {
   double seconds = 0;
   std::vector<std::string> problems;      // damaged input, reported and tolerated
   std::vector<std::string> notes;         // e.g. a rank only in one recording
+  // What the manifests say was lost or went wrong while recording
+  // (analyzer/recording_notes.h), "DIR/rankN: ..." per line.
+  std::vector<std::string> recording_notes;
+  // What the replay workers wrote on stderr (summary.json "replay_stderr").
+  replay::Pool::Stderr replay_stderr;
   std::vector<std::string> filters;       // report filters in effect (--only-failed, ...);
                                           // `records` then holds the matching rows only
   uint64_t records0 = 0, records1 = 0;    // op records read in each recording

@@ -336,6 +336,8 @@ nlohmann::json summaryJson(const CompareResult& r, const Thresholds& t, const Su
   j["filters"] = context.filters;
   j["problems"] = r.problems;
   j["notes"] = r.notes;
+  j["recording_notes"] = r.recording_notes;
+  j["replay_stderr"] = {{"lines", r.replay_stderr.lines}, {"first_lines", r.replay_stderr.first}};
   j["reports"] = context.reports;
   return j;
 }

@@ -530,6 +530,28 @@ TEST(CompareE2E, CorruptDataFrameFallsBackToStatistics) {
   EXPECT_TRUE(o.summary["first_divergence"].is_null()) << o.summary.dump();
 }
 
+// A side none of whose records can be read compared nothing: an input
+// error naming it, not a verdict ("no divergence: 0 records compared").
+TEST(CompareE2E, NoReadableRecordOnOneSideIsAnInputErrorNotAVerdict) {
+  TempDir work, out;
+  fs::copy(recording(Variant::Reference), work / "unreadable", fs::copy_options::recursive);
+  const std::string file = work / "unreadable/rank0/records.acc";
+  {
+    // The file header stays; every frame after it is noise.
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(format::kFileHeaderSize));
+    const std::string noise(fs::file_size(file) - format::kFileHeaderSize, '\x5a');
+    f.write(noise.data(), static_cast<std::streamsize>(noise.size()));
+  }
+  RunResult r = analyzer({"compare", recording(Variant::Reference), work / "unreadable", "-o", out / "o"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find(work / "unreadable (DIR1): no record could be read, so nothing was compared"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("no divergence"), std::string::npos) << r.err;
+}
+
 TEST(CompareE2E, UsageErrors) {
   EXPECT_EQ(analyzer({"compare"}).exit_code, 2);
   EXPECT_EQ(analyzer({"compare", "a"}).exit_code, 2);

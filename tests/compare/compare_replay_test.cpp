@@ -157,6 +157,29 @@ TEST(Replay, CheckPassesRightKernelsAndSaysWhatItCannotReplay) {
   EXPECT_NE(level1.run.out.find("ACC_LEVEL=2"), std::string::npos) << level1.run.out;
 }
 
+// What the replay workers print (torch's own warnings) is collected in
+// summary.json, never printed: check's output is its verdict.
+TEST(Replay, WorkersStderrGoesToTheSummaryNotTheTerminal) {
+  TempDir dir, out;
+  RunResult plain = runPythonPlain(testScript("uint8_mask.py"));
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  // Torch versions that no longer warn leave nothing to collect.
+  const bool warns = plain.err.find("uint8 is now deprecated") != std::string::npos;
+  RunResult rec = recordPython(testScript("uint8_mask.py"), dir.path(), {{"ACC_LEVEL", "2"}});
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  Analysis k = analyze({"check", dir.path()}, out.path());
+  EXPECT_EQ(k.run.exit_code, 0) << k.run.out << k.run.err;
+  EXPECT_EQ(k.run.err.find("deprecated"), std::string::npos) << k.run.err;
+  EXPECT_EQ(k.run.out.find("deprecated"), std::string::npos) << k.run.out;
+  ASSERT_TRUE(k.summary.contains("replay_stderr")) << k.summary.dump();
+  const nlohmann::json& collected = k.summary["replay_stderr"];
+  if (warns) {
+    EXPECT_GE(collected["lines"].get<uint64_t>(), 1u) << collected;
+    EXPECT_NE(collected["first_lines"].dump().find("uint8 is now deprecated"), std::string::npos) << collected;
+  }
+  EXPECT_LE(collected["first_lines"].size(), 20u);
+}
+
 // Level 1 names a wrong kernel whose inputs agree bit for bit, gives the
 // command that re-records its region at level 2, and that recording lets
 // replay confirm it.

@@ -67,5 +67,25 @@ TEST(Progress, ReportWritingIsShownAfterAFewSecondsOnly) {
   EXPECT_EQ(text, "acc-analyzer compare:  33%  writing reports  1/3\n");
 }
 
+// compare and check detect the terminal: piped to a file, their output is
+// the verdict alone unless --progress asks for the lines.
+TEST(Progress, NotATerminalGetsLinesOnlyWhenAsked) {
+  for (const bool asked : {false, true}) {
+    std::FILE* f = std::tmpfile();
+    {
+      ProgressReporter reporter(f, "compare", asked);
+      CompareProgress p;
+      p.pairs_done = 1;
+      p.pairs_total = 3;
+      p.seconds = 60;
+      reporter.update(p);
+      reporter.finish();
+    }
+    const long size = std::ftell(f);
+    std::fclose(f);
+    EXPECT_EQ(size > 0, asked);
+  }
+}
+
 }  // namespace
 }  // namespace acc::analyzer

@@ -37,6 +37,10 @@ TEST(TorchCompile, CompiledCallIsRecordedWithItsInputs) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(lossLines(r.out), lossLines(plain.out));
   EXPECT_EQ(lossLines(r.out).size(), 2u);
+  // acc's module hooks are global: torch.compile(module) would warn of them
+  // on every call (torch 2.2+) were they not left out of its check.
+  EXPECT_EQ(withoutAccLines(r.err), plain.err);
+  EXPECT_EQ(r.err.find("global hooks"), std::string::npos) << r.err;
   Recording rec = readRank(dir / "rank0");
   const format::OpRecord *fwd = nullptr, *bwd = nullptr;
   for (const format::OpRecord* op : inStep(rec, 1)) {
@@ -74,6 +78,15 @@ TEST(TorchCompile, EagerModeRecordsEveryOp) {
   for (const char* expected : {"aten::linear.fwd", "aten::gelu.fwd", "aten::gelu.bwd", "aten::linear.bwd"}) {
     EXPECT_TRUE(ops.count(expected)) << expected;
   }
+  // Module paths are the model's own, not those of torch.compile's wrapper
+  // ("_orig_mod.0").
+  std::set<std::string> modules;
+  for (const format::OpRecord* op : inStep(rec, 1)) {
+    if (op->pass == format::Pass::Forward) modules.insert(op->module);
+  }
+  EXPECT_TRUE(modules.count("0")) << ::testing::PrintToString(modules);
+  EXPECT_TRUE(modules.count("1")) << ::testing::PrintToString(modules);
+  for (const std::string& m : modules) EXPECT_EQ(m.find("_orig_mod"), std::string::npos) << m;
   EXPECT_FALSE(ops.count("CompiledFunction.fwd"));
 }
 

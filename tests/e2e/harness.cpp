@@ -38,6 +38,15 @@ std::vector<std::string> lossLines(const std::string& out) {
   return lines;
 }
 
+std::string withoutAccLines(const std::string& text) {
+  std::istringstream in(text);
+  std::string out;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("acc: ", 0) != 0) out += line + "\n";
+  }
+  return out;
+}
+
 std::string majorMinor(const std::string& version) {
   return version.substr(0, version.find('.', version.find('.') + 1));
 }

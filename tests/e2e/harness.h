@@ -78,6 +78,8 @@ bool exists(const std::string& path);
 // The "step N loss X" lines a training script printed, without the step's
 // " time T" where it prints one: what must be bit-identical between runs.
 std::vector<std::string> lossLines(const std::string& out);
+// A program's output without acc's own "acc: " lines: what it printed itself.
+std::string withoutAccLines(const std::string& text);
 
 // "2.6" of "2.6.0+debian": torch versions as the tests compare them.
 std::string majorMinor(const std::string& version);

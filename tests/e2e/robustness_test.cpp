@@ -5,6 +5,10 @@
 
 #include <sys/mount.h>
 
+#include <csignal>
+#include <map>
+#include <sstream>
+
 #include <cstdint>
 #include <algorithm>
 #include <cstring>
@@ -33,6 +37,73 @@ TEST(Robustness, RecordingIsReadableAfterKill9) {
   EXPECT_EQ(rec.manifest["status"], "running");
   RunResult list = run({{binDir() + "/acc-analyzer", "list", dir.path()}, {}, "", false, ""});
   EXPECT_NE(list.out.find("aten::linear"), std::string::npos);
+  EXPECT_NE(list.out.find("  note: the recording process did not finish"), std::string::npos) << list.out;
+}
+
+TEST(Robustness, SigtermFinishesTheRecordingAndStillEndsTheProcess) {
+  const std::map<std::string, std::string> env = {{"KILL_AFTER", "5"}, {"KILL_SIGNAL", "TERM"}};
+  RunResult plain = runPythonPlain(testScript("killed_midway.py"), env);
+  ASSERT_EQ(plain.exit_code, 128 + SIGTERM) << plain.err;
+  TempDir dir;
+  RunResult r = recordPython(testScript("killed_midway.py"), dir.path(), env);
+  EXPECT_EQ(r.exit_code, plain.exit_code) << r.err;
+  EXPECT_EQ(r.out, plain.out);
+  EXPECT_EQ(withoutAccLines(r.err), plain.err);
+  EXPECT_NE(r.err.find("acc: rank 0: terminated by SIGTERM at step 6; the queued records were written"),
+            std::string::npos)
+      << r.err;
+  Recording rec = readRank(dir / "rank0");
+  EXPECT_FALSE(rec.damaged);
+  EXPECT_EQ(rec.manifest["status"], "terminated") << rec.manifest.dump(2);
+  EXPECT_EQ(rec.manifest["signal"]["number"], SIGTERM);
+  // acc's step 6: the one after loop step 5's optimizer step (its relu).
+  EXPECT_EQ(rec.manifest["signal"]["step"], 6);
+  EXPECT_EQ(rec.manifest["signal"]["action"], "default");
+  EXPECT_FALSE(rec.manifest["end_time"].is_null());
+  // The final counts: every record queued by the signal is written and readable.
+  EXPECT_EQ(rec.manifest["counts"]["written"].get<uint64_t>(), rec.records.size());
+  EXPECT_EQ(rec.manifest["counts"]["lost_io"], 0);
+  EXPECT_FALSE(exists(dir / "rank0/.manifest.reserve"));
+  RunResult list = analyzer({"list", dir.path()});
+  EXPECT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_TRUE(std::regex_search(
+      list.out, std::regex(R"(  note: terminated by signal 15 \(SIGTERM\) at step 6, \d{4}-\d\d-\d\dT\S+Z; the records queued by then were written\n)")))
+      << list.out.substr(0, 400);
+}
+
+TEST(Robustness, TheProgramsOwnSignalHandlingStaysAsItWas) {
+  struct Case {
+    const char* signal;
+    const char* handler;
+    const char* action;  // manifest signal.action; empty: no signal noted
+  };
+  // Python's own SIGINT handler (KeyboardInterrupt) and a handler set before
+  // torch loads are chained from acc's; one set after replaces acc's.
+  for (const Case& c : {Case{"INT", "none", "program handler"}, Case{"TERM", "early", "program handler"},
+                        Case{"TERM", "late", ""}}) {
+    SCOPED_TRACE(std::string("SIG") + c.signal + ", handler " + c.handler);
+    const std::map<std::string, std::string> env = {
+        {"KILL_AFTER", "3"}, {"KILL_SIGNAL", c.signal}, {"HANDLER", c.handler}};
+    RunResult plain = runPythonPlain(testScript("killed_midway.py"), env);
+    if (std::string(c.handler) == "none") {
+      EXPECT_NE(plain.err.find("KeyboardInterrupt"), std::string::npos) << plain.err;
+    } else {
+      EXPECT_NE(plain.out.find("handled signal 15\nstep 4\nstopped after step 4\n"), std::string::npos) << plain.out;
+    }
+    TempDir dir;
+    RunResult r = recordPython(testScript("killed_midway.py"), dir.path(), env);
+    EXPECT_EQ(r.exit_code, plain.exit_code) << r.err;
+    EXPECT_EQ(r.out, plain.out);
+    EXPECT_EQ(withoutAccLines(r.err), plain.err);
+    Recording rec = readRank(dir / "rank0");
+    EXPECT_EQ(rec.manifest["status"], "complete");
+    if (*c.action) {
+      EXPECT_EQ(rec.manifest["signal"]["action"], c.action) << rec.manifest.dump(2);
+      EXPECT_EQ(rec.manifest["signal"]["step"], 4);
+    } else {
+      EXPECT_FALSE(rec.manifest.contains("signal")) << rec.manifest.dump(2);
+    }
+  }
 }
 
 TEST(Robustness, MismatchedTorchIsReportedAndLeftAlone) {
@@ -141,17 +212,35 @@ TEST(Robustness, FullDiskLosesRecordsVisiblyAndTrainingGoesOn) {
   TempDir dir;
   const std::string small = dir / "small";
   fs::create_directory(small);
-  if (::mount("tmpfs", small.c_str(), "tmpfs", 0, "size=48k") != 0) {
+  // Room for the manifest's reserve (256 KiB) and a little more.
+  if (::mount("tmpfs", small.c_str(), "tmpfs", 0, "size=320k") != 0) {
     GTEST_SKIP() << "cannot mount a small tmpfs here (needs root): " << std::strerror(errno);
   }
   RunResult plain = runPythonPlain(example("mlp_train.py"), {{"MLP_STEPS", "20"}});
   RunResult r = recordPython(example("mlp_train.py"), small, {{"ACC_LEVEL", "2"}, {"MLP_STEPS", "20"}});
+  // Read before the small disk goes: the final manifest, and what list and
+  // compare say of it.
+  nlohmann::json manifest;
+  std::ifstream(small + "/rank0/manifest.json") >> manifest;
+  RunResult list = analyzer({"list", small});
+  RunResult cmp = analyzer({"compare", small, small, "-o", dir / "cmp"});
   ::umount(small.c_str());
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, plain.out);
   std::smatch m;
   ASSERT_TRUE(std::regex_search(r.err, m, std::regex(R"(, (\d+) lost to \S+: write failed: No space left on device)"))) << r.err;
-  EXPECT_GT(std::stoull(m[1]), 0u);
+  const uint64_t lost = std::stoull(m[1]);
+  EXPECT_GT(lost, 0u);
+  EXPECT_EQ(manifest["status"], "complete") << manifest.dump(2);
+  EXPECT_EQ(manifest["counts"]["lost_io"].get<uint64_t>(), lost);
+  EXPECT_NE(manifest["io_error"].get<std::string>().find("No space left on device"), std::string::npos);
+  const std::string note = std::to_string(lost) + " record(s) lost: write failed: No space left on device";
+  EXPECT_NE(list.out.find("  note: " + note), std::string::npos) << list.out.substr(0, 600);
+  EXPECT_NE(cmp.err.find("/rank0: " + note), std::string::npos) << cmp.err;
+  nlohmann::json summary;
+  std::ifstream(dir / "cmp/summary.json") >> summary;
+  ASSERT_TRUE(summary.contains("recording_notes")) << cmp.err;
+  EXPECT_NE(summary["recording_notes"].dump().find(note), std::string::npos) << summary["recording_notes"].dump();
 }
 
 }  // namespace
