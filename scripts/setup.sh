@@ -3,6 +3,7 @@
 #   scripts/setup.sh              build into ./build
 #   ACC_BUILD_DIR=dir scripts/setup.sh
 #   scripts/setup.sh --print-packages   the Debian packages it may install
+#   scripts/setup.sh --packages-only    install what is missing, build nothing
 # acc builds against the torch of the Python that scripts/find-python.sh
 # finds (ACC_PYTHON, then probing): a pip, venv or conda torch works as it is.
 # Debian's torch is installed only when no Python can import torch.
@@ -11,16 +12,21 @@ cd "$(dirname "$0")/.."
 
 # minizip: the .pt files of msprobe dumps, and libxlsxwriter's own zip
 # library (trixie's libxlsxwriter-dev names it without pulling it in).
+# file: cpack's Debian package reads its libraries' dependencies with it.
 build_packages=(
-  build-essential cmake pkg-config binutils
+  build-essential cmake pkg-config binutils file
   libunwind-dev libzstd-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev libxlsxwriter-dev libminizip-dev zlib1g-dev libcli11-dev
 )
 torch_packages=(libtorch-dev python3-torch python3-torchvision)
 # The tests read xlsx reports with openpyxl and screenshot HTML reports;
 # torch.compile's CPU backend (inductor) builds C++ with setuptools and
 # Python's headers.
-test_packages=(python3-numpy python3-openpyxl chromium python3-setuptools python3-dev)
+# python3-venv: the environment of msprobe's released package
+# (scripts/msprobe-env.sh).
+test_packages=(python3-numpy python3-openpyxl chromium python3-setuptools python3-dev python3-venv)
 
+packages_only=0
+if [[ ${1:-} == --packages-only ]]; then packages_only=1; fi
 if [[ ${1:-} == --print-packages ]]; then
   printf '%s\n' "${build_packages[@]}" "${torch_packages[@]}" "${test_packages[@]}"
   exit 0
@@ -49,6 +55,7 @@ if ((${#missing[@]})); then
   apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
+((packages_only)) && exit 0
 build_dir=${ACC_BUILD_DIR:-build}
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo ${ACC_CMAKE_ARGS:-}
 cmake --build "$build_dir" -j "$(nproc)"
