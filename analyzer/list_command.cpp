@@ -8,6 +8,7 @@
 #include "analyzer/commands.h"
 #include "analyzer/text.h"
 #include "analyzer/record_json.h"
+#include "analyzer/json_fields.h"
 #include "analyzer/recording.h"
 #include "analyzer/recording_notes.h"
 
@@ -33,15 +34,15 @@ std::string num(double v) { return numberText(v, "%.6g"); }
 std::string watchText(const nlohmann::json& w) {
   auto list = [&](const char* key) {
     std::string out;
-    if (w.contains(key) && w[key].is_array()) {
-      for (const nlohmann::json& p : w[key]) out += (out.empty() ? "" : ", ") + p.dump();
+    const auto it = w.find(key);
+    if (it != w.end() && it->is_array()) {
+      for (const nlohmann::json& p : *it) out += (out.empty() ? "" : ", ") + p.dump();
     }
     return out;
   };
-  const std::string status = w.value("status", std::string());
-  const std::string watched = std::to_string(w.value("ops_watched", uint64_t{0})) + " ops watched";
-  const std::string where = w.value("record", std::string("?")) + " (step " +
-                            std::to_string(w.value("step", int64_t{0})) + ")";
+  const std::string status = textField(w, "status");
+  const std::string watched = std::to_string(countField(w, "ops_watched")) + " ops watched";
+  const std::string where = textField(w, "record", "?") + " (step " + std::to_string(intField(w, "step")) + ")";
   if (status == "found") {
     const std::string intended = list("intended_inputs");
     return "watch: " + where + " made the first NaN/Inf, in output " + list("nonfinite_outputs") + ", from " +
@@ -53,7 +54,7 @@ std::string watchText(const nlohmann::json& w) {
     return "watch: the first NaN/Inf was handed to " + where + " in input " + list("nonfinite_inputs") +
            ", made by no op the watch saw; " + watched;
   }
-  const uint64_t intended_ops = w.value("intended_ops", uint64_t{0});
+  const uint64_t intended_ops = countField(w, "intended_ops");
   return "watch: no NaN/Inf in " + watched +
          (intended_ops == 0 ? std::string()
                             : " but for the program's own infinities (masks) in " + std::to_string(intended_ops));
@@ -111,18 +112,20 @@ int listCommand(const std::vector<std::string>& args) {
       ReadDamage damage;
       std::vector<format::OpRecord> records = loadSorted(rank, stacks, damage);
       if (!json) {
-        std::string status = rank.manifest.value("status", std::string("no manifest"));
+        std::string status = textField(rank.manifest, "status", "no manifest");
         uint64_t data = 0;
         for (const format::OpRecord& r : records) data += r.dataSize();
         const std::string data_text = data ? "  " + bytesText(static_cast<double>(data)) + " of tensor data" : "";
         std::printf("rank %lld  %s  torch %s  level %s  format %s  %zu records%s  (%s)\n",
                     static_cast<long long>(rank.rank), rank.dir.c_str(),
-                    rank.manifest.value("torch_version", std::string("?")).c_str(),
-                    rank.manifest.contains("config") ? rank.manifest["config"].value("level", nlohmann::json()).dump().c_str() : "?",
-                    rank.manifest.value("format_version", nlohmann::json("?")).dump().c_str(), records.size(),
+                    textField(rank.manifest, "torch_version", "?").c_str(),
+                    fieldText(objectField(rank.manifest, "config"), "level").c_str(),
+                    fieldText(rank.manifest, "format_version").c_str(), records.size(),
                     data_text.c_str(), status.c_str());
         for (const std::string& note : recordingNotes(rank.manifest)) std::printf("  note: %s\n", note.c_str());
-        if (rank.manifest.contains("watch")) std::printf("  %s\n", watchText(rank.manifest["watch"]).c_str());
+        if (!objectField(rank.manifest, "watch").empty()) {
+          std::printf("  %s\n", watchText(objectField(rank.manifest, "watch")).c_str());
+        }
       }
       for (const format::OpRecord& r : records) {
         if (json) {

@@ -29,6 +29,9 @@ RankRecording openRank(const fs::path& dir) {
     } catch (const std::exception& e) {
       throw InputError((dir / "manifest.json").string() + ": not valid JSON (" + e.what() + ")");
     }
+    if (!r.manifest.is_object()) {
+      throw InputError((dir / "manifest.json").string() + ": not a JSON object (a manifest is one object of fields)");
+    }
   }
   if (r.manifest.contains("rank") && r.manifest["rank"].is_number_integer()) {
     r.rank = r.manifest["rank"].get<int64_t>();

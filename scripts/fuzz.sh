@@ -33,9 +33,13 @@ fi
 
 build=${ACC_FUZZ_BUILD_DIR:-build-fuzz}
 root=$PWD
-CC=clang CXX=clang++ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DACC_FUZZ=ON -DACC_SANITIZE=ON \
-  -DACC_BUILD_BENCH=OFF ${ACC_CMAKE_ARGS:-} >"$build.configure.log" 2>&1 || {
-  tail -20 "$build.configure.log" >&2
+mkdir -p "$build"
+# -O1 -g1: what ASan advises, line numbers in its reports, and a build
+# about half as long as RelWithDebInfo's.
+CC=clang CXX=clang++ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE= -DCMAKE_CXX_FLAGS="-O1 -g1" -DCMAKE_C_FLAGS="-O1 -g1" \
+  -DACC_FUZZ=ON -DACC_SANITIZE=ON \
+  -DACC_BUILD_BENCH=OFF ${ACC_CMAKE_ARGS:-} >"$build/configure.log" 2>&1 || {
+  tail -20 "$build/configure.log" >&2
   exit 1
 }
 fuzzers=(fuzz_records fuzz_record_body fuzz_manifest fuzz_msprobe_json fuzz_pt)

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <string_view>
@@ -45,6 +46,17 @@ class Archive {
     if (!has(name) || unzGetCurrentFileInfo64(file_, &info, nullptr, 0, nullptr, 0, nullptr, 0) != UNZ_OK ||
         unzOpenCurrentFile(file_) != UNZ_OK) {
       throw PtError(path_ + ": cannot read its entry " + name);
+    }
+    // The sizes are the file's word: no entry holds more than its
+    // compressed bytes can give (stored: as many; deflate: at most 1032
+    // times as many), and those lie in the file.
+    std::error_code ec;
+    const uint64_t file_bytes = std::filesystem::file_size(path_, ec);
+    const uint64_t most = info.compression_method == 0 ? info.compressed_size : info.compressed_size * 1032 + 64;
+    if (ec || info.compressed_size > file_bytes || info.uncompressed_size > most) {
+      unzCloseCurrentFile(file_);
+      throw PtError(path_ + ": its entry " + name + " claims " + std::to_string(info.uncompressed_size) +
+                    " bytes, more than the file holds");
     }
     std::string out(info.uncompressed_size, '\0');
     size_t done = 0;

@@ -552,6 +552,29 @@ TEST(CompareE2E, NoReadableRecordOnOneSideIsAnInputErrorNotAVerdict) {
   EXPECT_EQ(r.err.find("no divergence"), std::string::npos) << r.err;
 }
 
+// manifest.json is the user's file: fields of the wrong type read as
+// absent (the fuzzer's first find threw out of list), and a manifest that
+// is not an object is an input error naming it.
+TEST(CompareE2E, AManifestOfTheWrongShapeIsReadOrNamed) {
+  TempDir work;
+  fs::copy(recording(Variant::Reference), work / "odd", fs::copy_options::recursive);
+  const std::string manifest = work / "odd/rank0/manifest.json";
+  std::ofstream(manifest) << R"({"status": 3, "torch_version": [], "config": "x", "counts": [1], "watch": 1,
+                               "signal": "SIGTERM", "rank": "zero", "format_version": {"v": 7}})";
+  RunResult list = analyzer({"list", work / "odd"});
+  EXPECT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_NE(list.out.find("rank 0  " + work / "odd/rank0" + "  torch ?  level ?  format {\"v\":7}"), std::string::npos)
+      << list.out.substr(0, 300);
+  EXPECT_NE(list.out.find("aten::gelu"), std::string::npos);
+  std::ofstream(manifest) << "[1, 2]";
+  for (const char* command : {"list", "compare"}) {
+    RunResult r = command == std::string("list") ? analyzer({"list", work / "odd"})
+                                                 : analyzer({"compare", work / "odd", work / "odd", "-o", work / "o"});
+    EXPECT_EQ(r.exit_code, 2) << command << r.err;
+    EXPECT_NE(r.err.find(manifest + ": not a JSON object"), std::string::npos) << command << r.err;
+  }
+}
+
 TEST(CompareE2E, UsageErrors) {
   EXPECT_EQ(analyzer({"compare"}).exit_code, 2);
   EXPECT_EQ(analyzer({"compare", "a"}).exit_code, 2);
