@@ -16,20 +16,10 @@ if ! [[ $seconds =~ ^[0-9]+$ ]] || ((seconds < 1)); then
   exit 2
 fi
 scripts/setup.sh --packages-only
-if ! command -v clang++ >/dev/null || ! compgen -G "/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a" >/dev/null; then
-  echo "fuzz: installing clang and its libFuzzer runtime"
-  if [[ $(id -u) -ne 0 ]]; then
-    echo "fuzz: not root; run: sudo apt-get install clang libclang-rt-dev" >&2
-    exit 1
-  fi
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -q
-  # bookworm ships the runtime with clang-14 (libclang-rt-14-dev), later
-  # releases as libclang-rt-dev.
-  apt-get install -y -q --no-install-recommends clang
-  apt-get install -y -q --no-install-recommends libclang-rt-dev 2>/dev/null ||
-    apt-get install -y -q --no-install-recommends "libclang-rt-$(clang++ --version | sed -n 's/.*version \([0-9]*\).*/\1/p;q')-dev"
-fi
+# clang, and its libFuzzer runtime (a package of its own, named by clang's
+# major version: libclang-rt-14-dev on bookworm).
+scripts/setup.sh --install clang
+scripts/setup.sh --install "libclang-rt-$(clang++ --version | sed -n 's/.*clang version \([0-9]*\).*/\1/p;q')-dev"
 
 build=${ACC_FUZZ_BUILD_DIR:-build-fuzz}
 root=$PWD

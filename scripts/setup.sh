@@ -4,6 +4,7 @@
 #   ACC_BUILD_DIR=dir scripts/setup.sh
 #   scripts/setup.sh --print-packages   the Debian packages it may install
 #   scripts/setup.sh --packages-only    install what is missing, build nothing
+#   scripts/setup.sh --install PKG...   install those packages when missing (other scripts' needs)
 # acc builds against the torch of the Python that scripts/find-python.sh
 # finds (ACC_PYTHON, then probing): a pip, venv or conda torch works as it is.
 # Debian's torch is installed only when no Python can import torch.
@@ -25,26 +26,13 @@ torch_packages=(libtorch-dev python3-torch python3-torchvision)
 # (scripts/msprobe-env.sh).
 test_packages=(python3-numpy python3-openpyxl chromium python3-setuptools python3-dev python3-venv)
 
-packages_only=0
-if [[ ${1:-} == --packages-only ]]; then packages_only=1; fi
-if [[ ${1:-} == --print-packages ]]; then
-  printf '%s\n' "${build_packages[@]}" "${torch_packages[@]}" "${test_packages[@]}"
-  exit 0
-fi
-
-packages=("${build_packages[@]}" "${test_packages[@]}")
-if ! python=$(scripts/find-python.sh 2>/dev/null); then
-  echo "setup: no Python can import torch; installing Debian's torch"
-  packages+=("${torch_packages[@]}")
-else
-  echo "setup: building against the torch of $python"
-fi
-
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
+# Installs those of the packages given that are missing (needs root).
+install_missing() {
+  local missing=() p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  ((${#missing[@]})) || return 0
   echo "setup: installing ${missing[*]}"
   if [[ $(id -u) -ne 0 ]]; then
     echo "setup: not root; run: sudo apt-get install ${missing[*]}" >&2
@@ -53,7 +41,30 @@ if ((${#missing[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -q
   apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+packages_only=0
+case "${1:-}" in
+  --packages-only) packages_only=1 ;;
+  --print-packages)
+    printf '%s\n' "${build_packages[@]}" "${torch_packages[@]}" "${test_packages[@]}"
+    exit 0
+    ;;
+  --install)
+    shift
+    install_missing "$@"
+    exit 0
+    ;;
+esac
+
+packages=("${build_packages[@]}" "${test_packages[@]}")
+if ! python=$(scripts/find-python.sh 2>/dev/null); then
+  echo "setup: no Python can import torch; installing Debian's torch"
+  packages+=("${torch_packages[@]}")
+else
+  echo "setup: building against the torch of $python"
 fi
+install_missing "${packages[@]}"
 
 ((packages_only)) && exit 0
 build_dir=${ACC_BUILD_DIR:-build}
