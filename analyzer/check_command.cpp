@@ -20,6 +20,7 @@
 #include <sstream>
 #include <thread>
 
+#include "analyzer/json_fields.h"
 #include "analyzer/recording_notes.h"
 #include "analyzer/check_rows.h"
 #include "analyzer/cli.h"
@@ -269,7 +270,7 @@ int checkCommand(const std::vector<std::string>& argv) {
   CompareResult result;
   result.dir0 = "float64 replay of " + a.dir;
   result.dir1 = a.dir;
-  result.numerics1 = ranks.front().manifest.value("numerics", nlohmann::json::object());
+  result.numerics1 = objectField(ranks.front().manifest, "numerics");
   result.recording_notes = recordingNotes(ranks);
   for (const std::string& n : result.recording_notes) std::cerr << "acc-analyzer: " << n << "\n";
   ProgressReporter reporter(stderr, "check", a.progress);

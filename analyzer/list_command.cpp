@@ -123,8 +123,8 @@ int listCommand(const std::vector<std::string>& args) {
                     fieldText(rank.manifest, "format_version").c_str(), records.size(),
                     data_text.c_str(), status.c_str());
         for (const std::string& note : recordingNotes(rank.manifest)) std::printf("  note: %s\n", note.c_str());
-        if (!objectField(rank.manifest, "watch").empty()) {
-          std::printf("  %s\n", watchText(objectField(rank.manifest, "watch")).c_str());
+        if (const nlohmann::json& watch = objectField(rank.manifest, "watch"); !watch.empty()) {
+          std::printf("  %s\n", watchText(watch).c_str());
         }
       }
       for (const format::OpRecord& r : records) {

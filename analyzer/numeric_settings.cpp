@@ -1,27 +1,12 @@
 #include "analyzer/numeric_settings.h"
 
+#include "analyzer/json_fields.h"
+
 #include <algorithm>
 #include <set>
 
 namespace acc::analyzer {
 namespace {
-
-const nlohmann::json& numerics(const nlohmann::json& manifest) {
-  static const nlohmann::json empty = nlohmann::json::object();
-  if (!manifest.is_object()) return empty;
-  auto it = manifest.find("numerics");
-  return it != manifest.end() && it->is_object() ? *it : empty;
-}
-
-bool isTrue(const nlohmann::json& n, const char* key) {
-  auto it = n.find(key);
-  return it != n.end() && it->is_boolean() && it->get<bool>();
-}
-
-std::string text(const nlohmann::json& n, const char* key) {
-  auto it = n.find(key);
-  return it != n.end() && it->is_string() ? it->get<std::string>() : "";
-}
 
 // "aten::addmm" -> "addmm"; an in-place or out variant keeps its own name.
 std::string bare(const std::string& op) {
@@ -32,7 +17,7 @@ std::string bare(const std::string& op) {
 }  // namespace
 
 std::vector<SettingDifference> settingDifferences(const nlohmann::json& manifest0, const nlohmann::json& manifest1) {
-  const nlohmann::json &a = numerics(manifest0), &b = numerics(manifest1);
+  const nlohmann::json &a = objectField(manifest0, "numerics"), &b = objectField(manifest1, "numerics");
   std::vector<SettingDifference> out;
   if (a.empty() || b.empty()) return out;  // a recording from before format 3 says nothing
   std::set<std::string> keys;
@@ -64,24 +49,24 @@ bool isConvLike(const std::string& op) {
 AllowedPrecision allowedPrecision(const nlohmann::json& manifest, const std::string& op, bool off_cpu) {
   AllowedPrecision p;
   if (!off_cpu) return p;
-  const nlohmann::json& n = numerics(manifest);
+  const nlohmann::json& n = objectField(manifest, "numerics");
   if (isMatmulLike(op)) {
     // float32_matmul_precision "medium" lets matmuls compute with bfloat16
     // products, "high" (what allow_tf32 sets) with TF32.
-    const std::string precision = text(n, "torch.get_float32_matmul_precision");
+    const std::string precision = textField(n, "torch.get_float32_matmul_precision");
     if (precision == "medium") {
       p = {7, "bf16", "torch.get_float32_matmul_precision"};
     } else if (precision == "high") {
       p = {10, "tf32", "torch.get_float32_matmul_precision"};
-    } else if (isTrue(n, "torch.backends.cuda.matmul.allow_tf32")) {
+    } else if (flagField(n, "torch.backends.cuda.matmul.allow_tf32")) {
       p = {10, "tf32", "torch.backends.cuda.matmul.allow_tf32"};
-    } else if (text(n, "torch.backends.cuda.matmul.fp32_precision") == "tf32") {
+    } else if (textField(n, "torch.backends.cuda.matmul.fp32_precision") == "tf32") {
       p = {10, "tf32", "torch.backends.cuda.matmul.fp32_precision"};
     }
   } else if (isConvLike(op)) {
-    if (isTrue(n, "torch.backends.cudnn.allow_tf32")) {
+    if (flagField(n, "torch.backends.cudnn.allow_tf32")) {
       p = {10, "tf32", "torch.backends.cudnn.allow_tf32"};
-    } else if (text(n, "torch.backends.cudnn.conv.fp32_precision") == "tf32") {
+    } else if (textField(n, "torch.backends.cudnn.conv.fp32_precision") == "tf32") {
       p = {10, "tf32", "torch.backends.cudnn.conv.fp32_precision"};
     }
   }

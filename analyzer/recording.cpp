@@ -1,5 +1,7 @@
 #include "analyzer/recording.h"
 
+#include "analyzer/json_fields.h"
+
 #include "analyzer/msprobe/dump_dir.h"
 #include "analyzer/msprobe/import.h"
 
@@ -183,12 +185,7 @@ ReadDamage readRecords(const RankRecording& rank, const ReadOptions& options,
 }
 
 uint64_t expectedRecords(const RankRecording& rank) {
-  const nlohmann::json& m = rank.manifest;
-  if (m.contains("counts") && m["counts"].is_object() && m["counts"].contains("written") &&
-      m["counts"]["written"].is_number_unsigned()) {
-    return m["counts"]["written"].get<uint64_t>();
-  }
-  return 0;
+  return countField(objectField(rank.manifest, "counts"), "written");
 }
 
 std::vector<format::OpRecord> loadSorted(const RankRecording& rank,

@@ -1,5 +1,6 @@
 #include "analyzer/compare/engine.h"
 
+#include "analyzer/json_fields.h"
 #include "analyzer/recording_notes.h"
 
 #include <cstdint>
@@ -106,8 +107,8 @@ CompareResult compareRecordings(const CompareOptions& options) {
     }
     const nlohmann::json &m0 = plan.a->manifest, &m1 = plan.b->manifest;
     if (first_pair) {
-      result.numerics0 = m0.value("numerics", nlohmann::json::object());
-      result.numerics1 = m1.value("numerics", nlohmann::json::object());
+      result.numerics0 = objectField(m0, "numerics");
+      result.numerics1 = objectField(m1, "numerics");
       first_pair = false;
     }
     for (SettingDifference& d : settingDifferences(m0, m1)) {
