@@ -56,9 +56,10 @@ void reserveManifestSpace(const std::string& dir) {
   if (!ok) ::unlink(path.c_str());  // a disk already too full: nothing to reserve
 }
 
-namespace {
-
-bool writeOnce(const std::string& dir, const nlohmann::json& manifest) {
+bool writeManifestFile(const std::string& dir, const nlohmann::json& manifest, bool last) {
+  // Periodic writes on a full disk fail and keep the previous manifest; the
+  // reserve is for the last one only.
+  if (last) ::unlink((dir + "/" + kManifestReserveFile).c_str());
   const std::string path = dir + "/" + kManifestFile;
   const std::string tmp = path + ".tmp";
   std::FILE* f = std::fopen(tmp.c_str(), "w");
@@ -71,15 +72,6 @@ bool writeOnce(const std::string& dir, const nlohmann::json& manifest) {
     return false;
   }
   return true;
-}
-
-}  // namespace
-
-bool writeManifestFile(const std::string& dir, const nlohmann::json& manifest, bool last) {
-  // Periodic writes on a full disk fail and keep the previous manifest; the
-  // reserve is for the last one only.
-  if (last) ::unlink((dir + "/" + kManifestReserveFile).c_str());
-  return writeOnce(dir, manifest);
 }
 
 uint64_t unixNowNs() {

@@ -217,6 +217,7 @@ void Session::forgetSignalsInChild() {
 void Session::writeManifest(const char* status, bool last) {
   std::lock_guard<std::mutex> lock(manifest_mutex_);
   WriterCounts w = writer_->counts();
+  const uint64_t now = unixNowNs();
   nlohmann::json devices = nlohmann::json::array();
   {
     std::lock_guard<std::mutex> dl(devices_mutex_);
@@ -230,8 +231,8 @@ void Session::writeManifest(const char* status, bool last) {
       {"rank", rank_},
       {"pid", pid_},
       {"start_time", isoTime(start_ns_)},
-      {"updated_time", isoTime(unixNowNs())},
-      {"end_time", last ? nlohmann::json(isoTime(unixNowNs())) : nullptr},
+      {"updated_time", isoTime(now)},
+      {"end_time", last ? nlohmann::json(isoTime(now)) : nullptr},
       {"devices", devices},
       {"config", configToJson(config_)},
       {"numerics", numerics_.toJson()},

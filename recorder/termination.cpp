@@ -29,8 +29,7 @@ uint64_t nowUnixNs() {
 void blockTerminationSignals() {
   sigset_t block;
   sigemptyset(&block);
-  sigaddset(&block, SIGTERM);
-  sigaddset(&block, SIGINT);
+  for (int sig : kTerminationSignals) sigaddset(&block, sig);
   pthread_sigmask(SIG_BLOCK, &block, nullptr);
 }
 
@@ -47,14 +46,14 @@ TerminationSignals::TerminationSignals(SignalNote& note, const std::atomic<int64
   g_instance.store(this);
   for (int k = 0; k < kCount; ++k) {
     struct sigaction current {};
-    if (sigaction(kSignals[k], nullptr, &current) != 0) continue;
+    if (sigaction(kTerminationSignals[k], nullptr, &current) != 0) continue;
     if (!(current.sa_flags & SA_SIGINFO) && current.sa_handler == SIG_IGN) continue;  // stays ignored
     struct sigaction ours = current;  // the program's mask and flags, when it has a handler
     ours.sa_sigaction = &TerminationSignals::onSignal;
     ours.sa_flags = isHandler(current) ? (current.sa_flags | SA_SIGINFO) : (SA_SIGINFO | SA_RESTART);
     if (!isHandler(current)) sigemptyset(&ours.sa_mask);
     previous_[k] = current;
-    installed_[k] = sigaction(kSignals[k], &ours, nullptr) == 0;
+    installed_[k] = sigaction(kTerminationSignals[k], &ours, nullptr) == 0;
   }
 }
 
@@ -80,9 +79,9 @@ void TerminationSignals::restore() {
     struct sigaction current {};
     // Only while acc's handler is still the one: a handler the program set
     // since stays.
-    if (sigaction(kSignals[k], nullptr, &current) == 0 && (current.sa_flags & SA_SIGINFO) &&
+    if (sigaction(kTerminationSignals[k], nullptr, &current) == 0 && (current.sa_flags & SA_SIGINFO) &&
         current.sa_sigaction == &TerminationSignals::onSignal) {
-      sigaction(kSignals[k], &previous_[k], nullptr);
+      sigaction(kTerminationSignals[k], &previous_[k], nullptr);
     }
     installed_[k] = false;
   }
@@ -120,7 +119,7 @@ void TerminationSignals::onSignal(int sig, siginfo_t* info, void* context) {
   const int saved_errno = errno;
   TerminationSignals* self = g_instance.load();
   int k = 0;
-  while (k < kCount && kSignals[k] != sig) ++k;
+  while (k < kCount && kTerminationSignals[k] != sig) ++k;
   if (self == nullptr || k == kCount) return;  // cannot happen: installed with the instance
   const struct sigaction& previous = self->previous_[k];
   const bool handled = isHandler(previous);

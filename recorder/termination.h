@@ -32,6 +32,9 @@ struct SignalNote {
   std::atomic<bool> default_action{false};  // the process ends by it
 };
 
+// The signals acc finishes a recording on.
+constexpr int kTerminationSignals[] = {SIGTERM, SIGINT};
+
 // acc's own threads (the writer, the statistics helpers) call this first:
 // the signals then go to the program's threads, never to one that the
 // finishing must join or wait for.
@@ -58,8 +61,7 @@ class TerminationSignals {
   void finishLoop();
   void restore();
 
-  static constexpr int kSignals[] = {SIGTERM, SIGINT};
-  static constexpr int kCount = sizeof(kSignals) / sizeof(kSignals[0]);
+  static constexpr int kCount = sizeof(kTerminationSignals) / sizeof(kTerminationSignals[0]);
   struct sigaction previous_[kCount] = {};
   bool installed_[kCount] = {};
   SignalNote& note_;

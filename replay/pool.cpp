@@ -125,7 +125,7 @@ Pool::Stderr Pool::workerStderr() const {
   if (stderr_fd_ < 0) return out;
   std::string line;
   auto end = [&] {
-    if (out.first.size() < kStderrKept) out.first.push_back(line.substr(0, 500));
+    if (out.first.size() < kStderrKept) out.first.push_back(line);
     ++out.lines;
     line.clear();
   };
@@ -135,7 +135,7 @@ Pool::Stderr Pool::workerStderr() const {
     for (ssize_t i = 0; i < n; ++i) {
       if (buf[i] == '\n') {
         end();
-      } else if (line.size() < 500) {
+      } else if (line.size() < kStderrLineChars) {
         line += buf[i];
       }
     }

@@ -39,9 +39,10 @@ class Pool {
   // analyzer's own output stays its verdict. Lines counted, the first kept.
   struct Stderr {
     uint64_t lines = 0;
-    std::vector<std::string> first;  // at most kStderrKept, each cut at 500 characters
+    std::vector<std::string> first;  // at most kStderrKept, each cut at kStderrLineChars
   };
   static constexpr size_t kStderrKept = 20;
+  static constexpr size_t kStderrLineChars = 500;
   Stderr workerStderr() const;
 
   ~Pool();
