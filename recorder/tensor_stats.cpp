@@ -410,6 +410,10 @@ std::optional<format::Stats> constantStats(double value, at::ScalarType dtype, u
     return std::nullopt;  // not a value of this type (the op itself refused it)
   }
   format::Stats element = tensorStatsFused(one);
+  // A finite value the type rounds to infinity (3e38 in half): some torch
+  // versions refuse it in full() and fill_(), others store inf. Leave such
+  // a fill to the kernels, which see what the op really stored.
+  if (std::isfinite(value) && element.inf_count != 0) return std::nullopt;
   format::Stats s;
   if (elements == 0) return s;
   const double n = static_cast<double>(elements);

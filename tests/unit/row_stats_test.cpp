@@ -113,14 +113,20 @@ TEST(ConstantStats, EqualTheFusedPassOnAFilledTensor) {
       if (type == at::kByte && v < 0) continue;
       for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{1000}, int64_t{5000}}) {
         const std::string what = std::string(c10::toString(type)) + " " + std::to_string(v) + " x" + std::to_string(n);
+        const std::optional<format::Stats> known = constantStats(v, type, static_cast<uint64_t>(n));
+        // 3e38 in half: full() refuses it, while torch 2.14's scalar_tensor
+        // stores inf; either way it is no known constant.
+        if (type == at::kHalf && v == 3e38) {
+          EXPECT_FALSE(known.has_value()) << what;
+          continue;
+        }
         at::Tensor t;
         try {
           t = at::full({n}, v, at::TensorOptions().dtype(type));
         } catch (const std::exception&) {
-          EXPECT_FALSE(constantStats(v, type, static_cast<uint64_t>(n)).has_value()) << what;  // 3e38 in half
+          EXPECT_FALSE(known.has_value()) << what;  // 3e38 in an integer type
           continue;
         }
-        const std::optional<format::Stats> known = constantStats(v, type, static_cast<uint64_t>(n));
         ASSERT_TRUE(known.has_value()) << what;
         expectStats(tensorStatsFused(t), *known, what);
       }
