@@ -159,6 +159,8 @@ def script_env(args, script_path, resnet, mlp, lm):
         layers, width, batch = args.mlp
         return {"STEPS": str(args.steps), "LAYERS": str(layers), "WIDTH": str(width), "BATCH": str(batch),
                 **device_env(args)}
+    if name == "decoder_train.py":
+        return {"STEPS": str(args.steps), **device_env(args)}
     if name == "resnet_train.py":
         return resnet
     if name == "mlp_train.py":
@@ -171,7 +173,8 @@ def script_env(args, script_path, resnet, mlp, lm):
 def device_env(args):
     """tests/scripts/device_train.py's device: the CPU or the test accelerator."""
     if args.device in ("cpu", "cuda"):
-        return {"DEVICE": args.device}
+        counting = {"COUNT_KERNELS": "1"} if args.count_kernels else {}
+        return {"DEVICE": args.device, **counting}
     lib = os.path.join(os.path.dirname(os.path.abspath(args.lib)), "libacc_testdev.so")
     env = {"DEVICE": "testdev", "TESTDEV_LIB": lib}
     # What a real device's launches cost (tests/accelerator/testdev.cpp).
@@ -306,7 +309,7 @@ def format_table(rows, per_step):
     floor = any(r["level"] == "floor" for r in rows)
     if floor:
         header.append("above floor us/op")
-    device = any(r.get("device_kernels") is not None for r in rows)
+    device = any(r.get("device_kernels") is not None or r.get("device_peak_mb") is not None for r in rows)
     if device:
         header += ["device peak MB", "kernels", "+/op", "+/tensor", "syncs"]
     header.append("records written")
@@ -390,6 +393,9 @@ def main(argv):
     parser.add_argument("--device", choices=("cpu", "testdev", "cuda"), default="cpu",
                         help="for tests/scripts/device_train.py: train on the CPU, on the test accelerator "
                              "(build/lib/libacc_testdev.so) or on CUDA; see bench/device_overhead.py")
+    parser.add_argument("--count-kernels", action="store_true",
+                        help="--device cuda: count the device's kernels under torch.profiler (COUNT_KERNELS=1; "
+                             "the profiler slows every run, so time without it)")
     args = parser.parse_args(argv)
 
     try:

@@ -94,11 +94,69 @@ uint64_t bitsAt(const double* values, int64_t offset) {
   return v;
 }
 
+// Device memory per element of a chunk: its gathered copy, and at most two
+// 8-byte temporaries alive at once (an integer tensor's float64 copy, the
+// checksum's int64 bits).
+int64_t chunkBytesPerElement(int64_t element_size) { return element_size + 16; }
+
+// The widest row class that leaves a tensor of n elements min_rows rows or
+// more, and fits a chunk.
+int64_t widthFor(int64_t n, int64_t element_size, int64_t chunk_bytes, int64_t min_rows) {
+  const int64_t widest = std::min(kWidestRow, chunk_bytes / chunkBytesPerElement(element_size));
+  int64_t w = kRowWidth;
+  while (w * kWidthStep <= widest && n / min_rows >= w * kWidthStep) w *= kWidthStep;
+  return w;
+}
+
+// A row of width W = A * B read as A blocks of B: element j = a B + c has
+// checksum weight 2j + 1 = (2aB + 1) + 2c, so a row's weighed sum is the
+// block sums weighed by 2aB + 1 plus the column sums weighed by 2c: two
+// reductions of the row and a product over A + B values, where weighing
+// each element would write an int64 per element. W is a power of 4 (1024
+// times powers of 16). Made once per device and width.
+at::Tensor blockWeights(const at::Device& device, int64_t a, int64_t b) {
+  static std::mutex mutex;
+  static auto* cache = new std::map<std::pair<std::string, int64_t>, at::Tensor>();  // never destroyed: see padsFor
+  std::lock_guard<std::mutex> lock(mutex);
+  at::Tensor& w = (*cache)[{device.str(), a * b}];
+  if (!w.defined()) {
+    const at::TensorOptions options = at::TensorOptions().dtype(at::kLong);
+    const at::Tensor blocks = at::arange(a, options) * (2 * b) + 1;
+    const at::Tensor columns = at::arange(b, options) * 2;
+    w = at::cat({blocks, columns}).to(device);
+  }
+  return w;
+}
+
+int64_t blockSide(int64_t width) {
+  int64_t a = 1;
+  while (a * a < width) a *= 2;
+  return a;
+}
+
+// NaN or Inf counts per row without widening the flags to int64: a row's
+// bool flags, read as bytes in runs of 128, sum into bytes (at most 128),
+// and only those sums are widened.
+constexpr int64_t kFlagRun = 128;
+
+at::Tensor rowCount(const at::Tensor& flags) {
+  const int64_t rows = flags.size(0), width = flags.size(1);
+  return flags.view(at::kByte).view({rows, width / kFlagRun, kFlagRun}).sum(2, false, at::kByte).sum(1);
+}
+
 }  // namespace
+
+// A run of one tensor's elements in one group: whole rows of the group's
+// width and, in the kRowWidth group, a last part row.
+struct RowStats::Piece {
+  size_t entry;
+  int64_t first, length;  // in the tensor's flat elements
+};
 
 struct RowStats::Group {
   at::ScalarType type;
-  std::vector<size_t> members;  // indices in entries_
+  int64_t width;
+  std::vector<Piece> pieces;
 };
 
 size_t RowStats::add(const at::Tensor& t) {
@@ -113,17 +171,26 @@ size_t RowStats::add(const at::Tensor& t) {
 at::Tensor RowStats::launch() {
   if (launched_) throw std::logic_error("RowStats::launch called twice");
   launched_ = true;
-  // One group per element type (after flatElements()), in a fixed order.
-  std::map<int, Group> groups;
-  std::vector<at::Tensor> flats(entries_.size());
+  // One group per element type (after flatElements()) and row width, in a
+  // fixed order. A large tensor's whole rows of its width go to one group,
+  // the rest to the kRowWidth group.
+  std::map<std::pair<int, int64_t>, Group> groups;
+  auto join = [&](at::ScalarType type, int64_t width, Piece piece) {
+    Group& g = groups[{static_cast<int>(type), width}];
+    g.type = type;
+    g.width = width;
+    g.pieces.push_back(piece);
+  };
   for (size_t i = 0; i < entries_.size(); ++i) {
     if (entries_[i].elements == 0) continue;
-    flats[i] = flatElements(entries_[i].tensor);
-    Group& g = groups[static_cast<int>(flats[i].scalar_type())];
-    g.type = flats[i].scalar_type();
-    g.members.push_back(i);
+    const at::Tensor flat = flatElements(entries_[i].tensor);
+    entries_[i].tensor = flat;
+    const int64_t n = flat.numel();
+    const int64_t width = widthFor(n, static_cast<int64_t>(flat.element_size()), chunk_bytes_, min_rows_);
+    const int64_t wide = width > kRowWidth ? n / width * width : 0;
+    if (wide > 0) join(flat.scalar_type(), width, {i, 0, wide});
+    if (wide < n) join(flat.scalar_type(), kRowWidth, {i, wide, n - wide});
   }
-  for (size_t i = 0; i < entries_.size(); ++i) entries_[i].tensor = flats[i];
   std::vector<at::Tensor> blocks;
   int64_t offset = 0;
   for (const auto& [key, group] : groups) launchGroup(group, blocks, offset);
@@ -137,11 +204,12 @@ at::Tensor RowStats::launch() {
 
 void RowStats::launchGroup(const Group& group, std::vector<at::Tensor>& blocks, int64_t& offset) {
   const at::ScalarType type = group.type;
+  const int64_t W = group.width;
   const bool floating = isFloating(type);
   const int64_t width = floating ? 4 : 2;  // integer values per row: [NaN, Inf,] weighted sum, plain sum
-  const at::Device device = entries_[group.members.front()].tensor.device();
-  const Pads& pads = padsFor(device, type);
-  const at::Tensor weights = checksumWeights(device, kRowWidth);
+  const at::Device device = entries_[group.pieces.front().entry].tensor.device();
+  const int64_t element_size = static_cast<int64_t>(c10::elementSize(type));
+  const int64_t rows_per_chunk = std::max<int64_t>(1, chunk_bytes_ / (W * chunkBytesPerElement(element_size)));
 
   // The chunk being gathered: its slices and the segments waiting for the
   // offsets of its block.
@@ -155,7 +223,8 @@ void RowStats::launchGroup(const Group& group, std::vector<at::Tensor>& blocks, 
 
   auto emit = [&] {
     if (rows == 0) return;
-    at::Tensor x = (slices.size() == 1 ? slices[0] : at::cat(slices)).view({rows, kRowWidth});
+    at::Tensor x = (slices.size() == 1 ? slices[0] : at::cat(slices)).view({rows, W});
+    const bool lean = rows * W >= kLeanChunk;
     // Kept in the precision they are computed in: the final concatenation
     // makes every block float64 (cat promotes), with no kernel of its own.
     at::Tensor floats, counts;
@@ -168,9 +237,12 @@ void RowStats::launchGroup(const Group& group, std::vector<at::Tensor>& blocks, 
         mn = mn.to(accumulate);
         mx = mx.to(accumulate);
       }
-      floats = at::stack({mn, mx, x.sum(1, false, accumulate),
-                          at::linalg_vector_norm(x, 2, at::IntArrayRef{1}, false, accumulate)},
-                         1);
+      // A wide row's norm by parts of kRowWidth, then over the parts: a
+      // float32 sum of squares keeps the accuracy of a kRowWidth row.
+      const at::Tensor parts = W == kRowWidth ? x : x.view({rows, W / kRowWidth, kRowWidth});
+      at::Tensor norm = at::linalg_vector_norm(parts, 2, at::IntArrayRef{-1}, false, accumulate);
+      if (W != kRowWidth) norm = at::linalg_vector_norm(norm, 2, at::IntArrayRef{1});
+      floats = at::stack({mn, mx, x.sum(1, false, accumulate), norm}, 1);
     } else {
       // Integers exactly in float64 up to 2^53, as the fused pass reads them.
       const at::Tensor wide = x.to(at::kDouble);
@@ -179,16 +251,36 @@ void RowStats::launchGroup(const Group& group, std::vector<at::Tensor>& blocks, 
     }
     // The checksum, sum over i of bits(x_i) (2i + 1) mod 2^64, per row as
     // W = sum bits_j (2j + 1) and P = sum bits_j; the host adds 2 b P for a
-    // row starting at element b. int64 arithmetic wraps as the sum must.
-    // The product with int64 weights widens the bits as ATen widens integers
-    // (uint8 by zeros, the others by sign), and so does a sum into int64.
-    // (A broadcast product [R, C, 2] does both in two kernels, but moves
-    // twice the bytes: three times slower on a CPU-backed device.)
+    // row starting at element b. int64 arithmetic wraps as the sum must,
+    // and the bits widen as ATen widens integers (uint8 by zeros, the others
+    // by sign), in a product with int64 weights as in a sum into int64.
     const at::Tensor bits = x.view(sameWidthInteger(x.element_size()));
-    at::Tensor plain = bits.sum(1, false, at::kLong);
-    at::Tensor weighed = (bits * weights).sum(1);
-    counts = floating ? at::stack({at::isnan(x).sum(1), at::isinf(x).sum(1), weighed, plain}, 1)
-                      : at::stack({weighed, plain}, 1);
+    at::Tensor plain, weighed, nan, inf;
+    if (!lean) {
+      // Fewest kernels. (A broadcast product [R, C, 2] does the two sums in
+      // two kernels, but moves twice the bytes: three times slower on a
+      // CPU-backed device.)
+      plain = bits.sum(1, false, at::kLong);
+      weighed = (bits * checksumWeights(device, W)).sum(1);
+      if (floating) {
+        nan = at::isnan(x).sum(1);
+        inf = at::isinf(x).sum(1);
+      }
+    } else {
+      // Fewest bytes: the bits widened once, summed by blocks and columns
+      // (blockWeights); the flags summed in bytes (rowCount).
+      const int64_t a = blockSide(W), b = W / a;
+      const at::Tensor wide = bits.scalar_type() == at::kLong ? bits : bits.to(at::kLong);
+      const at::Tensor by_block = wide.view({rows, a, b}).sum(2);
+      const at::Tensor by_column = wide.view({rows, a, b}).sum(1);
+      plain = by_block.sum(1);
+      weighed = (at::cat({by_block, by_column}, 1) * blockWeights(device, a, b)).sum(1);
+      if (floating) {
+        nan = rowCount(at::isnan(x));
+        inf = rowCount(at::isinf(x));
+      }
+    }
+    counts = floating ? at::stack({nan, inf, weighed, plain}, 1) : at::stack({weighed, plain}, 1);
     const int64_t floats_at = offset;
     const int64_t counts_at = floats_at + rows * 4;
     offset = counts_at + rows * width;
@@ -204,32 +296,34 @@ void RowStats::launchGroup(const Group& group, std::vector<at::Tensor>& blocks, 
     rows = 0;
   };
 
-  for (size_t index : group.members) {
-    Entry& e = entries_[index];
-    const at::Tensor& flat = e.tensor;
-    const int64_t n = flat.numel();
-    const int64_t whole = n / kRowWidth, tail = n % kRowWidth;
+  const Pads* pads = nullptr;
+  for (const Piece& piece : group.pieces) {
+    Entry& e = entries_[piece.entry];
+    const at::Tensor flat = e.tensor.narrow(0, piece.first, piece.length);
+    const int64_t whole = piece.length / W, tail = piece.length % W;
     for (int64_t row = 0; row < whole;) {
-      if (rows == kRowsPerChunk) emit();
-      const int64_t take = std::min(whole - row, kRowsPerChunk - rows);
-      slices.push_back(flat.narrow(0, row * kRowWidth, take * kRowWidth));
-      e.segments.push_back({0, 0, take, row * kRowWidth, Kind::Whole});
-      placed.push_back({index, e.segments.size() - 1, rows});
+      if (rows == rows_per_chunk) emit();
+      const int64_t take = std::min(whole - row, rows_per_chunk - rows);
+      slices.push_back(flat.narrow(0, row * W, take * W));
+      e.segments.push_back({0, 0, take, W, piece.first + row * W, Kind::Whole});
+      placed.push_back({piece.entry, e.segments.size() - 1, rows});
       rows += take;
       row += take;
     }
     if (tail == 0) continue;
-    const at::Tensor rest = flat.narrow(0, whole * kRowWidth, tail);
+    // Only in the kRowWidth group: wider groups take whole rows alone.
+    if (pads == nullptr) pads = &padsFor(device, type);
+    const at::Tensor rest = flat.narrow(0, whole * W, tail);
     // The pads never win: zeros add nothing, the largest value is no
     // smaller than any element, the smallest no larger.
     const std::pair<Kind, const at::Tensor*> padded[] = {
-        {Kind::Tail, &pads.zero}, {Kind::TailMin, &pads.high}, {Kind::TailMax, &pads.low}};
+        {Kind::Tail, &pads->zero}, {Kind::TailMin, &pads->high}, {Kind::TailMax, &pads->low}};
     for (const auto& [kind, pad] : padded) {
-      if (rows == kRowsPerChunk) emit();
+      if (rows == rows_per_chunk) emit();
       slices.push_back(rest);
-      slices.push_back(pad->narrow(0, 0, kRowWidth - tail));
-      e.segments.push_back({0, 0, 1, whole * kRowWidth, kind});
-      placed.push_back({index, e.segments.size() - 1, rows});
+      slices.push_back(pad->narrow(0, 0, W - tail));
+      e.segments.push_back({0, 0, 1, W, piece.first + whole * W, kind});
+      placed.push_back({piece.entry, e.segments.size() - 1, rows});
       rows += 1;
     }
   }
@@ -273,7 +367,7 @@ format::Stats RowStats::stats(size_t i, const double* partials, size_t count) co
         inf += bitsAt(partials, c + 1);
       }
       const uint64_t weighed = bitsAt(partials, c + width - 2), plain = bitsAt(partials, c + width - 1);
-      const uint64_t first = static_cast<uint64_t>(seg.first_element + r * kRowWidth);
+      const uint64_t first = static_cast<uint64_t>(seg.first_element + r * seg.width);
       checksum += weighed + 2 * first * plain;
     }
   }

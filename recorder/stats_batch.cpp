@@ -172,7 +172,7 @@ void StatsBatch::launchLocked() {
     auto part = std::find_if(flight->parts_.begin(), flight->parts_.end(),
                              [&](const StatsFlight::Part& p) { return p.stream == w.stream; });
     if (part == flight->parts_.end()) {
-      flight->parts_.push_back({w.stream, RowStats(), at::Tensor(), std::nullopt, false});
+      flight->parts_.push_back({w.stream, RowStats(static_cast<int64_t>(max_alone_bytes_ / 2)), at::Tensor(), std::nullopt, false});
       part = flight->parts_.end() - 1;
     }
     slot.part = static_cast<uint32_t>(part - flight->parts_.begin());

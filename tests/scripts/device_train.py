@@ -8,6 +8,9 @@ Options (environment, so the script never changes between runs):
   STEPS         training steps (default 3)
   LAYERS        hidden Linear+GELU blocks (default 2): more layers, more ops
   WIDTH         hidden width (default 64) and BATCH rows (default 32)
+  COUNT_KERNELS 1 (cuda): run under torch.profiler and count the kernels,
+                copies and fills the device ran, for "counters" (the
+                profiler slows the run: time without it)
   FOREACH       1: the optimizer updates all parameters with _foreach_ ops
                 (tensor lists); default 0, one op per parameter, which every
                 torch version and device runs alike (torch 2.x would pick
@@ -19,9 +22,11 @@ Options (environment, so the script never changes between runs):
                 numpy (no op makes it: the program hands it in); float32 only
 The model and data are made on the CPU from a fixed seed and then moved, so
 every device starts from the same values. Prints one line per step with the
-loss and its seconds, then (on the test accelerator) one line
-"counters {json}".
+loss and its seconds, then (on the test accelerator, and on CUDA) one line
+"counters {json}": on CUDA, the peak of torch's allocator (memory_peak) and,
+with COUNT_KERNELS=1, the device's kernels.
 """
+import contextlib
 import json
 import os
 import sys
@@ -58,6 +63,38 @@ def main():
         x.numpy()[0, 0] = float("nan")
     model = model.to(device)
     x, target = x.to(device), target.to(device)
+    with cuda_counters(device):
+        train(model, x, target, steps)
+    if testdev is not None:
+        print("counters " + json.dumps(testdev.counters()), flush=True)
+    return 0
+
+
+@contextlib.contextmanager
+def cuda_counters(device):
+    """On CUDA, prints what the test accelerator's counters hold there: the
+    allocator's peak and, under COUNT_KERNELS=1, the device's kernels, copies
+    and fills over the training steps."""
+    if not str(device).startswith("cuda"):
+        yield
+        return
+    profiler = None
+    if os.environ.get("COUNT_KERNELS") == "1":
+        profiler = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA])
+        profiler.__enter__()
+    yield
+    torch.cuda.synchronize()
+    counters = {"memory_peak": torch.cuda.max_memory_allocated()}
+    if profiler is not None:
+        profiler.__exit__(None, None, None)
+        events = profiler.events()
+        counters["kernels"] = sum(1 for e in events if e.device_type == torch.autograd.DeviceType.CUDA)
+        # The host's side of the same work: runtime calls that launch.
+        counters["launch_calls"] = sum(1 for e in events if e.name.startswith(("cudaLaunch", "cuLaunch")))
+    print("counters " + json.dumps(counters), flush=True)
+
+
+def train(model, x, target, steps):
     foreach = os.environ.get("FOREACH", "0") == "1"
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, foreach=foreach)
     for step in range(steps):
@@ -68,9 +105,6 @@ def main():
         optimizer.step()
         value = loss.item()  # waits for the device: the step is done
         print(f"step {step} loss {value:.17g} time {time.perf_counter() - start:.6f}", flush=True)
-    if testdev is not None:
-        print("counters " + json.dumps(testdev.counters()), flush=True)
-    return 0
 
 
 if __name__ == "__main__":

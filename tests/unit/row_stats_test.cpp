@@ -39,12 +39,16 @@ void expectStats(const format::Stats& want, const format::Stats& got, const std:
 }
 
 // Tensors of every type, size class (empty, one element, below a row, whole
-// rows, rows and a tail, more than one chunk) and layout.
+// rows, rows and a tail, a chunk large enough for the lean formulas, rows
+// kWidthStep and kWidthStep^2 times wider with what is left in narrow rows,
+// where 16 rows make a tensor wide) and layout.
 std::vector<std::pair<std::string, at::Tensor>> mixedTensors() {
   at::manual_seed(7);
   std::vector<std::pair<std::string, at::Tensor>> out;
   const std::vector<int64_t> sizes = {0, 1, 5, kRowWidth - 1, kRowWidth, 3 * kRowWidth + 17,
-                                      kRowsPerChunk * kRowWidth + 2 * kRowWidth + 3};
+                                      kLeanChunk + 2 * kRowWidth + 3,
+                                      3 * 16 * kWidthStep * kRowWidth + kRowWidth + 7,
+                                      16 * kWidthStep * kWidthStep * kRowWidth + 5};
   const std::vector<at::ScalarType> floats = {at::kFloat, at::kHalf, at::kBFloat16, at::kDouble};
   for (int64_t n : sizes) {
     for (at::ScalarType type : floats) {
@@ -70,15 +74,24 @@ std::vector<std::pair<std::string, at::Tensor>> mixedTensors() {
   bad[3] = std::numeric_limits<float>::quiet_NaN();
   bad[kRowWidth + 4] = std::numeric_limits<float>::infinity();
   out.emplace_back("nan_inf", bad);
+  at::Tensor lean = at::randn({kLeanChunk + 77});  // its counts in bytes (rowCount)
+  lean.narrow(0, 5000, 300).fill_(std::numeric_limits<float>::quiet_NaN());
+  lean.narrow(0, 9000, 129).fill_(-std::numeric_limits<float>::infinity());
+  out.emplace_back("nan_inf_lean", lean);
   at::Tensor inf = at::randn({40}, at::kBFloat16);
   inf[7] = -std::numeric_limits<float>::infinity();
   out.emplace_back("bf16_inf", inf);
   return out;
 }
 
-TEST(RowStats, EveryTensorOfABatchHasTheFusedPassStatistics) {
+// At the default chunk size and at one so small that every width class is
+// cut into many chunks and the widest rows do not fit; wide rows from 16
+// rows on (the large tensors of mixedTensors() take them) and from kMinRows.
+class RowStatsChunks : public ::testing::TestWithParam<std::pair<int64_t, int64_t>> {};
+
+TEST_P(RowStatsChunks, EveryTensorOfABatchHasTheFusedPassStatistics) {
   const auto tensors = mixedTensors();
-  RowStats rows;
+  RowStats rows(GetParam().first, GetParam().second);
   std::vector<format::Stats> want;
   for (const auto& [name, t] : tensors) {
     want.push_back(tensorStatsFused(t));
@@ -92,6 +105,11 @@ TEST(RowStats, EveryTensorOfABatchHasTheFusedPassStatistics) {
     expectStats(want[i], rows.stats(i, host.data_ptr<double>(), static_cast<size_t>(host.numel())), tensors[i].first);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(ChunkBytesAndMinRows, RowStatsChunks,
+                         ::testing::Values(std::pair{kDefaultChunkBytes, int64_t{16}},
+                                           std::pair{int64_t{1} << 20, int64_t{16}},
+                                           std::pair{kDefaultChunkBytes, kMinRows}));
 
 TEST(RowStats, ABufferTooShortIsRefusedNotRead) {
   RowStats rows;
