@@ -128,6 +128,9 @@ at::Tensor blockWeights(const at::Device& device, int64_t a, int64_t b) {
   return w;
 }
 
+// int32 sums of 16-bit bits hold 65,536 of them: blocks of sqrt(kWidestRow).
+static_assert(kWidestRow <= (int64_t{1} << 32), "a block of 16-bit bits must sum in int32");
+
 int64_t blockSide(int64_t width) {
   int64_t a = 1;
   while (a * a < width) a *= 2;
@@ -268,11 +271,14 @@ void RowStats::launchGroup(const Group& group, std::vector<at::Tensor>& blocks, 
       }
     } else {
       // Fewest bytes: the bits widened once, summed by blocks and columns
-      // (blockWeights); the flags summed in bytes (rowCount).
+      // (blockWeights); the flags summed in bytes (rowCount). Bits of 8 and
+      // 16 bits widen to int32 only: a block or column holds at most 2,048
+      // of them, whose sum fits.
       const int64_t a = blockSide(W), b = W / a;
-      const at::Tensor wide = bits.scalar_type() == at::kLong ? bits : bits.to(at::kLong);
-      const at::Tensor by_block = wide.view({rows, a, b}).sum(2);
-      const at::Tensor by_column = wide.view({rows, a, b}).sum(1);
+      const at::ScalarType sums = x.element_size() <= 2 ? at::kInt : at::kLong;
+      const at::Tensor wide = bits.scalar_type() == sums ? bits : bits.to(sums);
+      const at::Tensor by_block = wide.view({rows, a, b}).sum(2, false, sums).to(at::kLong);
+      const at::Tensor by_column = wide.view({rows, a, b}).sum(1, false, sums).to(at::kLong);
       plain = by_block.sum(1);
       weighed = (at::cat({by_block, by_column}, 1) * blockWeights(device, a, b)).sum(1);
       if (floating) {
