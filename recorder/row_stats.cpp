@@ -94,15 +94,18 @@ uint64_t bitsAt(const double* values, int64_t offset) {
   return v;
 }
 
-// Device memory per element of a chunk: its gathered copy, and at most two
-// 8-byte temporaries alive at once (an integer tensor's float64 copy, the
-// checksum's int64 bits).
-int64_t chunkBytesPerElement(int64_t element_size) { return element_size + 16; }
+// Device memory per element of a chunk: its gathered copy and the
+// temporaries alive at once. The short formulas widen to int64 twice (the
+// bits for the checksum, the NaN and Inf flags for their counts; an integer
+// tensor's float64 copy); the lean ones widen the bits once (to int32 for
+// 8 and 16 bits) and keep one byte of flags.
+int64_t shortBytesPerElement(int64_t element_size) { return element_size + 16; }
+int64_t leanBytesPerElement(int64_t element_size) { return element_size + (element_size <= 2 ? 4 : 8) + 1; }
 
 // The widest row class that leaves a tensor of n elements min_rows rows or
 // more, and fits a chunk.
 int64_t widthFor(int64_t n, int64_t element_size, int64_t chunk_bytes, int64_t min_rows) {
-  const int64_t widest = std::min(kWidestRow, chunk_bytes / chunkBytesPerElement(element_size));
+  const int64_t widest = std::min(kWidestRow, chunk_bytes / leanBytesPerElement(element_size));
   int64_t w = kRowWidth;
   while (w * kWidthStep <= widest && n / min_rows >= w * kWidthStep) w *= kWidthStep;
   return w;
@@ -120,10 +123,9 @@ at::Tensor blockWeights(const at::Device& device, int64_t a, int64_t b) {
   std::lock_guard<std::mutex> lock(mutex);
   at::Tensor& w = (*cache)[{device.str(), a * b}];
   if (!w.defined()) {
-    const at::TensorOptions options = at::TensorOptions().dtype(at::kLong);
-    const at::Tensor blocks = at::arange(a, options) * (2 * b) + 1;
-    const at::Tensor columns = at::arange(b, options) * 2;
-    w = at::cat({blocks, columns}).to(device);
+    // Made on the device: a copy from host memory would wait for it.
+    const at::TensorOptions options = at::TensorOptions().dtype(at::kLong).device(device);
+    w = at::cat({at::arange(1, 2 * a * b, 2 * b, options), at::arange(0, 2 * b, 2, options)});
   }
   return w;
 }
@@ -212,7 +214,9 @@ void RowStats::launchGroup(const Group& group, std::vector<at::Tensor>& blocks, 
   const int64_t width = floating ? 4 : 2;  // integer values per row: [NaN, Inf,] weighted sum, plain sum
   const at::Device device = entries_[group.pieces.front().entry].tensor.device();
   const int64_t element_size = static_cast<int64_t>(c10::elementSize(type));
-  const int64_t rows_per_chunk = std::max<int64_t>(1, chunk_bytes_ / (W * chunkBytesPerElement(element_size)));
+  // Chunks are filled to what the lean formulas fit in chunk_bytes; one
+  // that the short formulas fit too takes them when it is small.
+  const int64_t rows_per_chunk = std::max<int64_t>(1, chunk_bytes_ / (W * leanBytesPerElement(element_size)));
 
   // The chunk being gathered: its slices and the segments waiting for the
   // offsets of its block.
@@ -227,7 +231,7 @@ void RowStats::launchGroup(const Group& group, std::vector<at::Tensor>& blocks, 
   auto emit = [&] {
     if (rows == 0) return;
     at::Tensor x = (slices.size() == 1 ? slices[0] : at::cat(slices)).view({rows, W});
-    const bool lean = rows * W >= kLeanChunk;
+    const bool lean = rows * W >= kLeanChunk || rows * W * shortBytesPerElement(element_size) > chunk_bytes_;
     // Kept in the precision they are computed in: the final concatenation
     // makes every block float64 (cat promotes), with no kernel of its own.
     at::Tensor floats, counts;

@@ -43,9 +43,10 @@ constexpr int64_t kWidthStep = 16;
 constexpr int64_t kWidestRow = int64_t{1} << 22;
 constexpr int64_t kMinRows = 256;
 // Chunks of at least this many elements take the formulas that read fewer
-// bytes per element (about 40 fewer) and launch five more kernels: on a GPU
-// (4 TB/s, a few microseconds a launch) the bytes cost more from about a
-// million elements on.
+// bytes per element (about 40 fewer), need less memory and launch seven
+// more kernels: on a GPU (4 TB/s, a few microseconds a launch) the bytes
+// cost more from about a million elements on. So does a chunk whose short
+// formulas' temporaries would not fit chunk_bytes.
 constexpr int64_t kLeanChunk = int64_t{1} << 20;
 // The device memory one chunk may take (its gathered rows and the
 // temporaries of its reductions); StatsBatch passes ACC_BUFFER_MB / 16.

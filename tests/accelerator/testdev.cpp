@@ -7,8 +7,9 @@
 //
 // What it adds for acc's tests:
 //  - counters (C functions, read with ctypes) of what costs a real device a
-//    host synchronisation: blocking device-to-host copies requested from
-//    outside a kernel, .item() (_local_scalar_dense), and event, stream and
+//    host synchronisation: blocking copies between host and device
+//    requested from outside a kernel (either way: CUDA's copy_ waits for
+//    its stream unless non_blocking), .item() (_local_scalar_dense), and event, stream and
 //    device synchronisations; and of kernels: ops the device runs when
 //    called from outside another of its kernels, copies included, each of
 //    which costs a real device a launch;
@@ -271,7 +272,7 @@ at::Tensor emptyStrided(at::IntArrayRef size, at::IntArrayRef stride, Optional<a
 }
 
 at::Tensor copyFrom(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
-  const bool blocking = onDevice(self) && !onDevice(dst) && !non_blocking && t_in_kernel == 0;
+  const bool blocking = onDevice(self) != onDevice(dst) && !non_blocking && t_in_kernel == 0;
   KernelScope scope;
   if (blocking) {
     g_blocking_copies.fetch_add(1);
