@@ -238,6 +238,34 @@ TEST(Accelerator, RecordingAddsNoHostSynchronisation) {
   }
 }
 
+// The GPU benchmark's decoder (tests/scripts/decoder_train.py: pre-norm
+// attention blocks, tied embeddings, AdamW), small, on the test device: its
+// losses stay the unrecorded run's at level 1 and under the watch, and
+// recording adds no host synchronisation.
+TEST(Accelerator, TheBenchmarkDecoderRecordsWithoutChangingIt) {
+  const Env env = onDevice({{"STEPS", "2"}, {"DECODER_LAYERS", "1"}, {"DECODER_WIDTH", "64"}, {"DECODER_HEADS", "4"},
+                            {"DECODER_SEQ", "32"}, {"DECODER_BATCH", "2"}, {"DECODER_VOCAB", "300"},
+                            {"AUTOCAST", "none"}});
+  const std::string decoder = testScript("decoder_train.py");
+  RunResult plain = runPythonPlain(decoder, env);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  ASSERT_EQ(lossLines(plain.out).size(), 2u) << plain.out;
+  const nlohmann::json base = counters(plain.out);
+  ASSERT_FALSE(base.is_null()) << plain.out;
+  for (const auto& [name, value] : {std::pair{"ACC_LEVEL", "1"}, std::pair{"ACC_WATCH", "naninf"}}) {
+    SCOPED_TRACE(std::string(name) + "=" + value);
+    Env recorded_env = env;
+    recorded_env[name] = value;
+    TempDir dir;
+    RunResult r = recordPython(decoder, dir.path(), recorded_env);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(lossLines(r.out), lossLines(plain.out));
+    const nlohmann::json c = counters(r.out);
+    ASSERT_FALSE(c.is_null()) << r.out;
+    for (const char* key : {"blocking_copies", "scalar_reads", "synchronizations"}) EXPECT_EQ(c[key], base[key]) << key;
+  }
+}
+
 // What statistics cost the device: kernels, each a launch on a real one,
 // where a small tensor's statistics cost what their launches cost (a real
 // GPU ran level 1 of a small MLP 16 times slower than unrecorded, at about
