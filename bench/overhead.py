@@ -171,7 +171,8 @@ def script_env(args, script_path, resnet, mlp, lm):
 
 
 def device_env(args):
-    """tests/scripts/device_train.py's device: the CPU or the test accelerator."""
+    """The device of tests/scripts/device_train.py and decoder_train.py: the CPU, CUDA (its kernels counted
+    under --count-kernels) or the test accelerator (with its launch and kernel costs)."""
     if args.device in ("cpu", "cuda"):
         counting = {"COUNT_KERNELS": "1"} if args.count_kernels else {}
         return {"DEVICE": args.device, **counting}

@@ -12,8 +12,9 @@
 // Rows are kRowWidth elements for small tensors and wider for large ones
 // (kWidthStep times per class, up to kWidestRow), so that no tensor has more
 // than a few thousand rows: the partials the host reads and merges stay a
-// small fraction of the data (64 bytes a row). A chunk holds at most `chunk_bytes` of rows
-// and temporaries, which bounds the device memory statistics take.
+// small fraction of the data (64 bytes a row). A chunk holds at most
+// `chunk_bytes` of rows and temporaries, which bounds the device memory
+// statistics take.
 //
 // Only device-generic ATen ops (cat, amin, amax, sum, linalg_vector_norm,
 // isnan, isinf, mul, stack), which every backend implements, so a new
@@ -43,10 +44,11 @@ constexpr int64_t kWidthStep = 16;
 constexpr int64_t kWidestRow = int64_t{1} << 22;
 constexpr int64_t kMinRows = 256;
 // Chunks of at least this many elements take the formulas that read fewer
-// bytes per element (about 40 fewer), need less memory and launch seven
-// more kernels: on a GPU (4 TB/s, a few microseconds a launch) the bytes
-// cost more from about a million elements on. So does a chunk whose short
-// formulas' temporaries would not fit chunk_bytes.
+// bytes per element (about 40 fewer), need less memory and launch about
+// eight more kernels (seven for int64): on a GPU (4 TB/s, a few
+// microseconds a launch) the bytes cost more from about a million elements
+// on. So does a chunk whose short formulas' temporaries would not fit
+// chunk_bytes.
 constexpr int64_t kLeanChunk = int64_t{1} << 20;
 // The device memory one chunk may take (its gathered rows and the
 // temporaries of its reductions); StatsBatch passes ACC_BUFFER_MB / 16.
