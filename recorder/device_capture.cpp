@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "recorder/fused_stats.h"
 #include "recorder/tensor_stats.h"
 
 namespace acc::recorder {
@@ -119,12 +120,18 @@ void captureOnDevice(const at::Tensor& t, int level, size_t index, CapturedOp& o
       values.batched = batch->add(t);
     } else {
       values.stats = hostBuffer({kDeviceStatsSize}, at::kDouble, type);
-      values.stats.copy_(deviceStats(t), /*non_blocking=*/true);
+      // The device's own kernel (one launch) where it has one.
+      values.stats.copy_(hasFusedStats(t.device()) ? fusedStats({t}).view({-1}) : deviceStats(t),
+                         /*non_blocking=*/true);
     }
   }
   if (!values.stats.defined() && !values.data.defined() && !values.batched.flight) return;
+  // Copies issued now need an event behind them; a batch ticket has its
+  // batch's (one per batch, not per op: recording an event costs a device's
+  // host microseconds, as a launch does).
+  const bool copied = values.stats.defined() || values.data.defined();
   op.device_values.push_back(std::move(values));
-  if (std::find(op.unmarked.begin(), op.unmarked.end(), t.device()) == op.unmarked.end()) {
+  if (copied && std::find(op.unmarked.begin(), op.unmarked.end(), t.device()) == op.unmarked.end()) {
     op.unmarked.push_back(t.device());
   }
 }

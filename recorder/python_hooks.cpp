@@ -33,9 +33,10 @@ def _acc_hooks():
     trees = weakref.WeakKeyDictionary()  # outermost module -> {id(module): path id}
     local = threading.local()
     intern, enter, grad_next = _acc_intern, _acc_enter, _acc_grad_next
-    # Python ends an unhandled KeyboardInterrupt by SIGINT at its default
-    # action, after its own atexit callbacks and without C's: acc finishes
-    # the recording there when a signal came (session.h, pythonExiting).
+    # acc finishes the recording in Python's atexit, while the device
+    # backends the program imported still have their kernels, and before an
+    # unhandled KeyboardInterrupt ends Python by SIGINT without C's atexit
+    # (session.h, pythonExiting).
     import atexit
     atexit.register(_acc_python_exit)
     alias = torch.ops.aten.alias

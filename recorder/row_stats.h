@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "format/record.h"
+#include "recorder/stats_kernels.h"
 
 namespace acc::recorder {
 
@@ -54,25 +55,17 @@ constexpr int64_t kLeanChunk = int64_t{1} << 20;
 // temporaries of its reductions); StatsBatch passes ACC_BUFFER_MB / 16.
 constexpr int64_t kDefaultChunkBytes = int64_t{16} << 20;
 
-class RowStats {
+class RowStats : public StatsKernels {
  public:
   // min_rows: kMinRows, or fewer to test the wide rows on smaller tensors.
   explicit RowStats(int64_t chunk_bytes = kDefaultChunkBytes, int64_t min_rows = kMinRows)
       : chunk_bytes_(chunk_bytes), min_rows_(min_rows) {}
 
-  // Adds a tensor (strided, of a type dtypeOf() knows, on the device of the
-  // others); returns its index for stats(). Its values are read by launch().
-  size_t add(const at::Tensor& t);
-  size_t size() const { return entries_.size(); }
-
-  // Launches the kernels on the current stream and returns the device
-  // buffer of partials (float64) that stats() reads once it is on the host.
-  // Releases the tensors. Call once.
-  at::Tensor launch();
-
-  // The statistics of tensor i, from the launched buffer copied to the host
-  // (`partials`: its data, `count`: its float64 values).
-  format::Stats stats(size_t i, const double* partials, size_t count) const;
+  size_t add(const at::Tensor& t) override;
+  size_t size() const override { return entries_.size(); }
+  // The buffer holds per-row partials; stats() merges a tensor's rows.
+  at::Tensor launch() override;
+  format::Stats stats(size_t i, const double* partials, size_t count) const override;
 
  private:
   // A tensor's last elements, fewer than a row, take three rows: padded

@@ -185,10 +185,7 @@ void Session::stop() {
   }
 }
 
-void Session::pythonExiting() {
-  Session* s = g_session.load();
-  if (s != nullptr && s->signal_.number.load() != 0) stop();
-}
+void Session::pythonExiting() { stop(); }
 
 void Session::advanceStep() {
   step_.fetch_add(1, std::memory_order_relaxed);

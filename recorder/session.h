@@ -44,9 +44,13 @@ class Session {
   // Idempotent; the atexit handler of the process that started the session,
   // and what SIGTERM or SIGINT runs before its default action (termination.h).
   static void stop();
-  // Python's atexit: stops the session when a signal was noted, for Python
-  // then ends by that signal (an unhandled KeyboardInterrupt) and C's
-  // atexit handlers never run. Otherwise recording goes on to C's exit.
+  // Python's atexit: stops the session. A device backend the program
+  // imported after torch (an NPU plugin, the test device) unregisters its
+  // kernels at C's exit before acc's own handler runs, and the last device
+  // statistics and the watch's last judgement need them; and after a signal
+  // (an unhandled KeyboardInterrupt) Python ends by it and C's atexit
+  // handlers never run. Ops Python runs after its atexit callbacks go
+  // unrecorded. A program without Python stops at C's exit.
   static void pythonExiting();
 
   const env::Config& config() const { return config_; }

@@ -9,6 +9,8 @@
 #include <unordered_set>
 
 #include "recorder/device_capture.h"
+#include "recorder/fused_stats.h"
+#include "recorder/fused_stats.h"
 #include "recorder/tensor_capture.h"
 
 namespace acc::recorder {
@@ -57,7 +59,7 @@ std::optional<format::Stats> StatsFlight::stats(uint32_t slot) const {
   if (s.stale || s.part >= parts_.size()) return std::nullopt;
   const Part& p = parts_[s.part];
   if (p.failed || !p.host.defined()) return std::nullopt;
-  return p.rows.stats(s.index, p.host.data_ptr<double>(), static_cast<size_t>(p.host.numel()));
+  return p.kernels->stats(s.index, p.host.data_ptr<double>(), static_cast<size_t>(p.host.numel()));
 }
 
 StatsBatch::StatsBatch(size_t max_tensors, uint64_t max_alone_bytes)
@@ -67,7 +69,7 @@ StatsTicket StatsBatch::add(const at::Tensor& t) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!open_) open_ = std::make_shared<StatsFlight>();
   StatsTicket ticket{open_, static_cast<uint32_t>(waiting_.size()), this};
-  waiting_.push_back({t, versionOf(t), currentStream(t.device())});
+  waiting_.push_back({t, versionOf(t), currentStream(t.device()), at::Tensor(), 0});
   ++storages_[storageOf(t)];
   size_.store(waiting_.size(), std::memory_order_relaxed);
   bytes_since_check_ += t.nbytes();
@@ -84,7 +86,7 @@ bool StatsBatch::aloneOverLimitLocked() {
   uint64_t alone = 0;
   std::unordered_set<const void*> seen;
   for (const Waiting& w : waiting_) {
-    if (w.tensor.use_count() != 1 || w.tensor.storage().use_count() != 1) continue;
+    if (!w.tensor.defined() || w.tensor.use_count() != 1 || w.tensor.storage().use_count() != 1) continue;
     if (seen.insert(storageOf(w.tensor)).second) alone += w.tensor.storage().nbytes();
   }
   return alone > max_alone_bytes_;
@@ -97,6 +99,7 @@ void StatsBatch::beforeOp(const at::RecordFunction& fn) {
   c10::ArrayRef<const c10::IValue> inputs = fn.inputs();
   decltype(fn.operator_schema()) schema;  // taken only when an argument holds a waiting tensor
   bool schema_known = true;
+  std::vector<const void*> written;  // waiting storages the op writes (a _foreach_ op: many)
   for (size_t i = 0; i < inputs.size(); ++i) {
     forEachTensor(inputs[i], [&](const at::Tensor& t) {
       if (!t.defined() || !t.has_storage()) return;
@@ -113,19 +116,57 @@ void StatsBatch::beforeOp(const at::RecordFunction& fn) {
       const auto& args = schema->arguments();
       if (i >= args.size()) return;
       if ((args[i].alias_info() != nullptr && args[i].alias_info()->isWrite()) || writesUnannounced(args[i].name())) {
-        protectLocked(storage);
+        if (std::find(written.begin(), written.end(), storage) == written.end()) written.push_back(storage);
       }
     });
   }
+  if (!written.empty()) protectLocked(written);
 }
 
-// The waiting tensors on `storage` are replaced by copies made now, on the
-// current stream, ahead of the op that is about to write it.
-void StatsBatch::protectLocked(const void* storage) {
+// The waiting tensors on `storages` are taken out of harm's way now, on the
+// current stream: summarised at once where the device has a statistics
+// kernel of its own (one launch for all of them, a few bytes kept), else
+// replaced by copies (one launch each, and the copy's memory until the
+// batch runs).
+void StatsBatch::protectLocked(const std::vector<const void*>& storages) {
   CaptureGuard guard;
+  std::vector<size_t> on_storages;
+  for (size_t i = 0; i < waiting_.size(); ++i) {
+    const Waiting& w = waiting_[i];
+    if (!w.summary.defined() && w.tensor.defined() &&
+        std::find(storages.begin(), storages.end(), storageOf(w.tensor)) != storages.end()) {
+      on_storages.push_back(i);
+    }
+  }
+  for (const void* storage : storages) storages_.erase(storage);
+  if (on_storages.empty()) return;
+  const c10::Device device = waiting_[on_storages.front()].tensor.device();
+  bool one_device = true;
+  for (size_t i : on_storages) one_device = one_device && waiting_[i].tensor.device() == device;
+  if (one_device && !device.is_cpu() && hasFusedStats(device)) {
+    std::unordered_map<const void*, size_t> first;  // by TensorImpl: one row per tensor
+    std::vector<at::Tensor> tensors;
+    std::vector<size_t> row(on_storages.size());
+    for (size_t k = 0; k < on_storages.size(); ++k) {
+      const at::Tensor& t = waiting_[on_storages[k]].tensor;
+      auto [it, added] = first.emplace(t.unsafeGetTensorImpl(), tensors.size());
+      if (added) tensors.push_back(t);
+      row[k] = it->second;
+    }
+    const at::Tensor values = fusedStats(tensors);
+    ++counts_.early;
+    for (size_t k = 0; k < on_storages.size(); ++k) {
+      Waiting& w = waiting_[on_storages[k]];
+      w.summary = values.narrow(0, static_cast<int64_t>(row[k]), 1);  // a view: no launch
+      w.elements = static_cast<uint64_t>(w.tensor.numel()) * (w.tensor.is_complex() ? 2 : 1);
+      w.stream = currentStream(device);
+      w.tensor = at::Tensor();  // let go: the program may free it
+    }
+    return;
+  }
   std::unordered_map<const void*, at::Tensor> copies;  // by TensorImpl: one copy per tensor
-  for (Waiting& w : waiting_) {
-    if (storageOf(w.tensor) != storage) continue;
+  for (size_t i : on_storages) {
+    Waiting& w = waiting_[i];
     at::Tensor& copy = copies[w.tensor.unsafeGetTensorImpl()];
     if (!copy.defined()) {
       copy = w.tensor.clone(at::MemoryFormat::Contiguous);
@@ -136,7 +177,6 @@ void StatsBatch::protectLocked(const void* storage) {
     w.stream = currentStream(copy.device());
     ++storages_[storageOf(copy)];
   }
-  storages_.erase(storage);
 }
 
 void StatsBatch::flush() {
@@ -164,7 +204,7 @@ void StatsBatch::launchLocked() {
   for (size_t i = 0; i < waiting.size(); ++i) {
     Waiting& w = waiting[i];
     StatsFlight::Slot& slot = flight->slots_[i];
-    if (versionOf(w.tensor) != w.version) {
+    if (!w.summary.defined() && versionOf(w.tensor) != w.version) {
       slot.stale = true;
       ++counts_.stale;
       continue;
@@ -172,16 +212,23 @@ void StatsBatch::launchLocked() {
     auto part = std::find_if(flight->parts_.begin(), flight->parts_.end(),
                              [&](const StatsFlight::Part& p) { return p.stream == w.stream; });
     if (part == flight->parts_.end()) {
-      flight->parts_.push_back({w.stream, RowStats(static_cast<int64_t>(max_alone_bytes_ / 2)), at::Tensor(), std::nullopt, false});
+      flight->parts_.push_back({w.stream, statsKernelsFor(w.stream.device(), static_cast<int64_t>(max_alone_bytes_ / 2)),
+                                at::Tensor(), std::nullopt, false});
       part = flight->parts_.end() - 1;
     }
     slot.part = static_cast<uint32_t>(part - flight->parts_.begin());
-    slot.index = static_cast<uint32_t>(part->rows.add(w.tensor));
+    if (w.summary.defined()) {
+      // Summarised before an op wrote it (protectLocked): only on devices
+      // whose parts are FusedStats.
+      slot.index = static_cast<uint32_t>(static_cast<FusedStats&>(*part->kernels).addSummary(w.summary, w.elements));
+    } else {
+      slot.index = static_cast<uint32_t>(part->kernels->add(w.tensor));
+    }
   }
   for (StatsFlight::Part& p : flight->parts_) {
     try {
       c10::StreamGuard on(p.stream);
-      at::Tensor partials = p.rows.launch();
+      at::Tensor partials = p.kernels->launch();
       const bool cpu = p.stream.device_type() == c10::DeviceType::CPU;  // the unit tests' device: no events
       if (!partials.defined()) {
         p.host = at::empty({0}, at::kDouble);  // only empty tensors
@@ -192,10 +239,10 @@ void StatsBatch::launchLocked() {
         p.host.copy_(partials, /*non_blocking=*/true);
       }
       if (!cpu) p.event = recordEvent(p.stream.device());
-      counts_.tensors += p.rows.size();
+      counts_.tensors += p.kernels->size();
     } catch (...) {
       p.failed = true;
-      counts_.failed += p.rows.size();
+      counts_.failed += p.kernels->size();
     }
   }
   ++counts_.batches;
@@ -209,8 +256,8 @@ StatsBatchCounts StatsBatch::counts() const {
 
 nlohmann::json StatsBatch::countsJson() const {
   const StatsBatchCounts c = counts();
-  return {{"batches", c.batches}, {"tensors", c.tensors}, {"copies", c.copies}, {"stale", c.stale},
-          {"failed", c.failed}};
+  return {{"batches", c.batches}, {"tensors", c.tensors}, {"copies", c.copies}, {"early", c.early},
+          {"stale", c.stale},     {"failed", c.failed}};
 }
 
 }  // namespace acc::recorder

@@ -2,8 +2,9 @@
 // microseconds, so summarising each tensor of each op on its own (about 15
 // launches a tensor) made level 1 cost what its launches cost. Instead the
 // device tensors of many ops wait here, held by reference, and are
-// summarised together (row_stats.h: about 20 kernels per element type and
-// batch, one copy to the host and one event per stream), when
+// summarised together (stats_kernels.h: one launch of the device's own
+// kernel where it has one, else about 20 ATen kernels per element type and
+// chunk; then one copy to the host and one event per stream), when
 //  - the batch holds ACC_DEVICE_BATCH tensors, or the tensors only acc still
 //    holds take an eighth of ACC_BUFFER_MB;
 //  - a training step ends (Session::advanceStep) or the recording stops;
@@ -12,11 +13,13 @@
 //    dispatcher's back).
 // An op about to write into a waiting tensor (its schema says so: in-place
 // ops, out= arguments, a nested op that updates running statistics) first
-// has that tensor copied on the device (one launch), so the batch sums what
-// the op that produced it saw. A write the dispatcher does not show (memory
-// written through data_ptr()) changes the tensor's version counter, or
-// nothing acc can see: the first is caught when the batch runs, and those
-// statistics are dropped and counted, never written wrong.
+// has that tensor summarised on a device with a statistics kernel of its
+// own (one launch; the few values join the batch's result when it runs),
+// or else copied on the device (one launch and the copy's memory), so the
+// batch sums what the op that produced it saw. A write the dispatcher does
+// not show (memory written through data_ptr()) changes the tensor's version
+// counter, or nothing acc can see: the first is caught when the batch runs,
+// and those statistics are dropped and counted, never written wrong.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -35,7 +38,7 @@
 #include <nlohmann/json.hpp>
 
 #include "format/record.h"
-#include "recorder/row_stats.h"
+#include "recorder/stats_kernels.h"
 
 namespace acc::recorder {
 
@@ -57,8 +60,8 @@ class StatsFlight {
   friend class StatsBatch;
   struct Part {
     c10::Stream stream;
-    RowStats rows;
-    at::Tensor host;  // the partials, copied without blocking
+    std::unique_ptr<StatsKernels> kernels;
+    at::Tensor host;  // what the kernels made, copied without blocking
     std::optional<c10::Event> event;
     bool failed = false;
   };
@@ -82,6 +85,7 @@ struct StatsBatchCounts {
   uint64_t batches = 0;   // launched
   uint64_t tensors = 0;   // summarised
   uint64_t copies = 0;    // waiting tensors copied before an op wrote into them
+  uint64_t early = 0;     // launches summarising waiting tensors before an op wrote into them (one per op)
   uint64_t stale = 0;     // changed behind the dispatcher before their batch ran: no statistics
   uint64_t failed = 0;    // tensors whose batch's kernels failed: no statistics
 };
@@ -111,13 +115,15 @@ class StatsBatch {
 
  private:
   struct Waiting {
-    at::Tensor tensor;
+    at::Tensor tensor;  // undefined once summarised early
     uint32_t version = 0;
     c10::Stream stream;
+    at::Tensor summary;  // [1, kDeviceStatsSize] on the device, once summarised early
+    uint64_t elements = 0;  // the summarised tensor's (reals)
   };
   void launchLocked();
   bool aloneOverLimitLocked();
-  void protectLocked(const void* storage);
+  void protectLocked(const std::vector<const void*>& storages);
 
   const size_t max_tensors_;
   const uint64_t max_alone_bytes_;

@@ -161,8 +161,11 @@ void scanChunk(const T* data, int64_t begin, int64_t end, Partial& out) {
   scan<T, Bits>(data, begin, end, out);
 }
 
+// The pass over a contiguous tensor, into deviceStats()'s layout (min, max,
+// sum, sum of squares, then the NaN and Inf counts and the checksum as the
+// bits of float64 values); all zero when it is empty, as deviceStats().
 template <typename T, typename Bits>
-format::Stats fused(const at::Tensor& t) {
+void fused(const at::Tensor& t, double* out) {
   const T* data = static_cast<const T*>(t.data_ptr());
   const int64_t n = t.numel();
   const int64_t chunks = (n + kGrain - 1) / kGrain;
@@ -174,18 +177,11 @@ format::Stats fused(const at::Tensor& t) {
   });
   Partial all;
   for (const Partial& p : parts) all.merge(p);
-  format::Stats s;
-  s.nan_count = all.nan;
-  s.inf_count = all.inf;
-  s.checksum = all.checksum;
-  if (n == 0) return s;
-  const bool nan = all.nan != 0;
-  const double q = std::numeric_limits<double>::quiet_NaN();
-  s.min = nan ? q : all.min;
-  s.max = nan ? q : all.max;
-  s.mean = nan ? q : all.sum / static_cast<double>(n);
-  s.norm = nan ? q : std::sqrt(all.sumsq);
-  return s;
+  if (n == 0) all.min = all.max = 0;
+  const double values[4] = {all.min, all.max, all.sum, all.sumsq};
+  const uint64_t counts[3] = {all.nan, all.inf, all.checksum};
+  std::memcpy(out, values, sizeof values);
+  std::memcpy(out + 4, counts, sizeof counts);
 }
 
 template <typename T, typename B>
@@ -225,14 +221,22 @@ at::ScalarType sameWidthInteger(size_t bytes) {
   }
 }
 
-format::Stats tensorStatsFused(const at::Tensor& cpu_tensor) {
+void fusedStatsInto(const at::Tensor& cpu_tensor, double* out) {
   at::Tensor t = cpu_tensor.is_complex() ? at::view_as_real(cpu_tensor) : cpu_tensor;
   t = t.contiguous();
-  format::Stats stats;
   const bool scanned = withScanType(t.scalar_type(), [&](auto type) {
-    stats = fused<typename decltype(type)::Element, typename decltype(type)::Bits>(t);
+    fused<typename decltype(type)::Element, typename decltype(type)::Bits>(t, out);
   });
-  return scanned ? stats : tensorStatsAten(t);
+  if (!scanned) {
+    const at::Tensor buffer = deviceStats(t).contiguous();
+    std::memcpy(out, buffer.data_ptr<double>(), kDeviceStatsSize * sizeof(double));
+  }
+}
+
+format::Stats tensorStatsFused(const at::Tensor& cpu_tensor) {
+  double buffer[kDeviceStatsSize];
+  fusedStatsInto(cpu_tensor, buffer);
+  return statsFromBuffer(buffer, static_cast<uint64_t>(cpu_tensor.numel()) * (cpu_tensor.is_complex() ? 2 : 1));
 }
 
 bool statsReadInPlace(const at::Tensor& t) {
@@ -381,9 +385,7 @@ uint64_t statsElements(const format::Tensor& t) {
   return t.numel() * (complex ? 2 : 1);
 }
 
-format::Stats statsFromBuffer(const at::Tensor& host, uint64_t elements) {
-  double r[kDeviceStatsSize];
-  std::memcpy(r, host.data_ptr(), sizeof r);
+format::Stats statsFromBuffer(const double* r, uint64_t elements) {
   format::Stats s;
   uint64_t counts[3];
   std::memcpy(counts, r + 4, sizeof counts);
@@ -397,6 +399,10 @@ format::Stats statsFromBuffer(const at::Tensor& host, uint64_t elements) {
   s.mean = nan ? q : elements > 0 ? r[2] / static_cast<double>(elements) : 0.0;
   s.norm = nan ? q : std::sqrt(r[3]);
   return s;
+}
+
+format::Stats statsFromBuffer(const at::Tensor& host, uint64_t elements) {
+  return statsFromBuffer(host.contiguous().data_ptr<double>(), elements);
 }
 
 std::optional<format::Stats> constantStats(double value, at::ScalarType dtype, uint64_t elements) {

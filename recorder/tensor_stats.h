@@ -17,6 +17,11 @@ format::Stats tensorStats(const at::Tensor& t);
 // The two implementations, exposed so tests can check they agree.
 format::Stats tensorStatsFused(const at::Tensor& cpu_tensor);
 format::Stats tensorStatsAten(const at::Tensor& t);  // blocking: deviceStats, then .cpu()
+// The fused pass's result in deviceStats()'s layout, kDeviceStatsSize values
+// at `out`, for a CPU tensor of any type (ATen's kernels for those the pass
+// does not scan): what a device's own statistics kernel returns for each
+// tensor (fused_stats.h). tensorStatsFused() is statsFromBuffer() of it.
+void fusedStatsInto(const at::Tensor& cpu_tensor, double* out);
 
 // Whether tensorStats(t) reads t's memory in place and calls no op: a
 // contiguous CPU tensor of a type the fused pass scans. (Complex tensors,
@@ -50,5 +55,6 @@ uint64_t statsElements(const format::Tensor& t);
 // Reads such a buffer once it is on the host; `elements` turns the sum into
 // the mean.
 format::Stats statsFromBuffer(const at::Tensor& host, uint64_t elements);
+format::Stats statsFromBuffer(const double* values, uint64_t elements);  // kDeviceStatsSize of them
 
 }  // namespace acc::recorder

@@ -29,6 +29,12 @@ constexpr auto kStopWait = std::chrono::seconds(10);
 // still waits for (a batch of device statistics: stats_batch.h). Long
 // enough for a training step's ops to share one batch.
 constexpr auto kNudgeAfter = std::chrono::milliseconds(200);
+// How often the writer looks at a record in flight: from kShortestPoll,
+// twice as long after each look that finds it still waiting, up to
+// kLongestPoll; it keeps up all the same, for every look settles what has
+// arrived (the queue budget bounds what waits).
+constexpr auto kShortestPoll = std::chrono::microseconds(50);
+constexpr auto kLongestPoll = std::chrono::microseconds(1600);
 
 }  // namespace
 
@@ -135,6 +141,7 @@ void Writer::run() {
   const size_t frame_bytes = config_.frame_kb << 10;
   auto last_flush = std::chrono::steady_clock::now();
   auto last_tick = last_flush;
+  std::chrono::microseconds poll = kShortestPoll;
   for (;;) {
     bool stopping = stopping_.load(std::memory_order_acquire);
     if (stopping && stop_seen_ == std::chrono::steady_clock::time_point{}) {
@@ -162,7 +169,10 @@ void Writer::run() {
       sink_->add(item->bytes);
       publishCounts();  // whole data frames may have been written
     }
-    if (item) recycle(std::move(item));
+    if (item) {
+      recycle(std::move(item));
+      poll = kShortestPoll;
+    }
     auto now = std::chrono::steady_clock::now();
     const size_t pending = sink_->pending();
     bool due = pending != 0 && now - last_flush >= kFlushInterval;
@@ -175,7 +185,10 @@ void Writer::run() {
       last_tick = now;
     }
     if (waiting_) {
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
+      // Polled less often the longer it waits (a device runs milliseconds
+      // behind the host): each wake-up takes a core from the program.
+      std::this_thread::sleep_for(poll);
+      poll = std::min(poll * 2, kLongestPoll);
     } else if (!added) {
       if (stopping) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(1));

@@ -28,6 +28,9 @@
 //    (1 + TESTDEV_WRONG_SCALE, default 1e-3), a slightly wrong kernel; with
 //    TESTDEV_NAN_CALL=N instead, the op's calls are right but the Nth
 //    (from 0) writes a NaN into its first output's first element;
+//  - a kernel of its own for acc's statistics op, acc::tensor_stats (the
+//    CPU's, one launch per batch), as a vendor's plugin can give it;
+//    TESTDEV_STATS_KERNEL=0 leaves it out (acc then takes ATen's kernels);
 //  - TESTDEV_SUM_ORDER=reverse: sum() adds in reverse order, a right kernel
 //    that rounds differently;
 //  - TESTDEV_MATMUL=tf32: mm, addmm and bmm round their float32 factors to
@@ -552,6 +555,18 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   const char* wrong = std::getenv("TESTDEV_WRONG_OP");
   if (wrong != nullptr && *wrong != '\0') {
     m.impl(wrong, torch::CppFunction::makeFromBoxedFunction<&testdev::wrongKernel>());
+  }
+}
+
+// acc's statistics op (recorder/fused_stats.h), as a vendor's plugin would
+// give it a kernel of its own: here the CPU's, in place on the device's
+// memory, one launch for a batch of tensors. TESTDEV_STATS_KERNEL=0 leaves
+// it out, so acc takes ATen's generic reductions (RowStats), as on a device
+// without one.
+TORCH_LIBRARY_IMPL(acc, PrivateUse1, m) {
+  const char* stats = std::getenv("TESTDEV_STATS_KERNEL");
+  if (stats == nullptr || std::strcmp(stats, "0") != 0) {
+    m.impl("tensor_stats", torch::CppFunction::makeFromBoxedFunction<&testdev::fallback>());
   }
 }
 

@@ -43,7 +43,9 @@ uint64_t expectSameRecords(const Recording& whole, const Recording& deduplicated
       const std::string where = a.name + " tensor " + std::to_string(k);
       EXPECT_EQ(ta.content, 0u) << where;
       EXPECT_EQ(ta.has_stats, tb.has_stats) << where;
-      if (ta.has_stats && tb.has_stats) EXPECT_TRUE(sameStats(ta.stats, tb.stats)) << where;
+      if (ta.has_stats && tb.has_stats) {
+        EXPECT_TRUE(sameStats(ta.stats, tb.stats)) << where;
+      }
       if (data) {
         EXPECT_EQ(ta.has_data, tb.has_data) << where;
         EXPECT_TRUE(ta.data == tb.data) << where << ": data differ";

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "recorder/fused_stats.h"
 #include "recorder/stats_batch.h"
 #include "recorder/tensor_stats.h"
 
@@ -110,6 +111,46 @@ INSTANTIATE_TEST_SUITE_P(ChunkBytesAndMinRows, RowStatsChunks,
                          ::testing::Values(std::pair{kDefaultChunkBytes, int64_t{16}},
                                            std::pair{int64_t{1} << 20, int64_t{16}},
                                            std::pair{kDefaultChunkBytes, kMinRows}));
+
+// acc::tensor_stats, the op a device's own kernel implements: its CPU kernel
+// (what the test device runs) gives every tensor exactly the fused pass's
+// statistics, in one call for all of them.
+TEST(FusedStats, EveryTensorOfABatchHasExactlyTheFusedPassStatistics) {
+  const auto tensors = mixedTensors();
+  EXPECT_TRUE(hasFusedStats(at::Device(at::kCPU)));
+  FusedStats fused;
+  std::vector<format::Stats> want;
+  for (const auto& [name, t] : tensors) {
+    want.push_back(tensorStatsFused(t));
+    EXPECT_EQ(fused.add(t), want.size() - 1);
+  }
+  const at::Tensor values = fused.launch();
+  ASSERT_EQ(values.scalar_type(), at::kDouble);
+  ASSERT_EQ(values.sizes(), (std::vector<int64_t>{static_cast<int64_t>(tensors.size()), kDeviceStatsSize}));
+  const at::Tensor host = values.contiguous();
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    SCOPED_TRACE(tensors[i].first);
+    const format::Stats got = fused.stats(i, host.data_ptr<double>(), static_cast<size_t>(host.numel()));
+    EXPECT_EQ(want[i].checksum, got.checksum);
+    EXPECT_EQ(want[i].nan_count, got.nan_count);
+    EXPECT_EQ(want[i].inf_count, got.inf_count);
+    EXPECT_TRUE(same(want[i].min, got.min) && same(want[i].max, got.max));
+    EXPECT_TRUE(same(want[i].mean, got.mean)) << want[i].mean << " vs " << got.mean;
+    EXPECT_TRUE(same(want[i].norm, got.norm)) << want[i].norm << " vs " << got.norm;
+  }
+  EXPECT_THROW(fused.stats(tensors.size(), host.data_ptr<double>(), static_cast<size_t>(host.numel())),
+               std::out_of_range);
+  EXPECT_THROW(fused.stats(1, host.data_ptr<double>(), kDeviceStatsSize), std::out_of_range);
+  // Nothing added: no launch.
+  EXPECT_FALSE(FusedStats().launch().defined());
+}
+
+// A device without a kernel of its own (a CUDA build, a plugin that gives
+// none) and the unit tests' CPU batches take ATen's rows.
+TEST(FusedStats, DevicesWithoutAKernelTakeTheRows) {
+  EXPECT_NE(dynamic_cast<RowStats*>(statsKernelsFor(at::Device(at::kCPU), kDefaultChunkBytes).get()), nullptr);
+  EXPECT_FALSE(hasFusedStats(at::Device(at::kMeta)));
+}
 
 TEST(RowStats, ABufferTooShortIsRefusedNotRead) {
   RowStats rows;
