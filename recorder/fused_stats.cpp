@@ -48,7 +48,7 @@ at::Tensor fusedStats(at::TensorList tensors) {
 
 size_t FusedStats::add(const at::Tensor& t) {
   tensors_.push_back(t);
-  elements_.push_back(static_cast<uint64_t>(t.numel()) * (t.is_complex() ? 2 : 1));
+  elements_.push_back(statsElements(t));
   summarised_.push_back(false);
   rows_.push_back(tensors_.size() - 1);
   return elements_.size() - 1;
@@ -85,8 +85,10 @@ format::Stats FusedStats::stats(size_t i, const double* values, size_t count) co
   return statsFromBuffer(values + rows_[i] * kDeviceStatsSize, elements_[i]);
 }
 
+bool batchesTakeFusedStats(const c10::Device& device) { return !device.is_cpu() && hasFusedStats(device); }
+
 std::unique_ptr<StatsKernels> statsKernelsFor(const c10::Device& device, int64_t chunk_bytes) {
-  if (!device.is_cpu() && hasFusedStats(device)) return std::make_unique<FusedStats>();
+  if (batchesTakeFusedStats(device)) return std::make_unique<FusedStats>();
   return std::make_unique<RowStats>(chunk_bytes);
 }
 

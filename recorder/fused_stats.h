@@ -21,6 +21,11 @@ namespace acc::recorder {
 // acc::tensor_stats.
 bool hasFusedStats(const c10::Device& device);
 
+// Whether a batch's tensors on `device` take FusedStats (statsKernelsFor):
+// a device other than the CPU, whose batches (the unit tests') take the
+// rows, with a kernel of its own.
+bool batchesTakeFusedStats(const c10::Device& device);
+
 // Launches acc::tensor_stats on the tensors (all on one device that
 // hasFusedStats) on the current stream; does not wait for it.
 at::Tensor fusedStats(at::TensorList tensors);

@@ -167,7 +167,7 @@ struct RowStats::Group {
 size_t RowStats::add(const at::Tensor& t) {
   Entry e;
   e.tensor = t;
-  e.elements = t.numel() * (t.is_complex() ? 2 : 1);
+  e.elements = static_cast<int64_t>(statsElements(t));
   e.floating = t.is_floating_point() || t.is_complex();
   entries_.push_back(std::move(e));
   return entries_.size() - 1;

@@ -10,8 +10,8 @@
 
 #include "recorder/device_capture.h"
 #include "recorder/fused_stats.h"
-#include "recorder/fused_stats.h"
 #include "recorder/tensor_capture.h"
+#include "recorder/tensor_stats.h"
 
 namespace acc::recorder {
 namespace {
@@ -143,7 +143,7 @@ void StatsBatch::protectLocked(const std::vector<const void*>& storages) {
   const c10::Device device = waiting_[on_storages.front()].tensor.device();
   bool one_device = true;
   for (size_t i : on_storages) one_device = one_device && waiting_[i].tensor.device() == device;
-  if (one_device && !device.is_cpu() && hasFusedStats(device)) {
+  if (one_device && batchesTakeFusedStats(device)) {
     std::unordered_map<const void*, size_t> first;  // by TensorImpl: one row per tensor
     std::vector<at::Tensor> tensors;
     std::vector<size_t> row(on_storages.size());
@@ -158,7 +158,7 @@ void StatsBatch::protectLocked(const std::vector<const void*>& storages) {
     for (size_t k = 0; k < on_storages.size(); ++k) {
       Waiting& w = waiting_[on_storages[k]];
       w.summary = values.narrow(0, static_cast<int64_t>(row[k]), 1);  // a view: no launch
-      w.elements = static_cast<uint64_t>(w.tensor.numel()) * (w.tensor.is_complex() ? 2 : 1);
+      w.elements = statsElements(w.tensor);
       w.stream = currentStream(device);
       w.tensor = at::Tensor();  // let go: the program may free it
     }
@@ -218,8 +218,8 @@ void StatsBatch::launchLocked() {
     }
     slot.part = static_cast<uint32_t>(part - flight->parts_.begin());
     if (w.summary.defined()) {
-      // Summarised before an op wrote it (protectLocked): only on devices
-      // whose parts are FusedStats.
+      // Summarised before an op wrote it (protectLocked): only where
+      // batchesTakeFusedStats, so the part is FusedStats.
       slot.index = static_cast<uint32_t>(static_cast<FusedStats&>(*part->kernels).addSummary(w.summary, w.elements));
     } else {
       slot.index = static_cast<uint32_t>(part->kernels->add(w.tensor));

@@ -236,7 +236,7 @@ void fusedStatsInto(const at::Tensor& cpu_tensor, double* out) {
 format::Stats tensorStatsFused(const at::Tensor& cpu_tensor) {
   double buffer[kDeviceStatsSize];
   fusedStatsInto(cpu_tensor, buffer);
-  return statsFromBuffer(buffer, static_cast<uint64_t>(cpu_tensor.numel()) * (cpu_tensor.is_complex() ? 2 : 1));
+  return statsFromBuffer(buffer, statsElements(cpu_tensor));
 }
 
 bool statsReadInPlace(const at::Tensor& t) {
@@ -380,6 +380,10 @@ at::Tensor deviceStats(const at::Tensor& tensor) {
                     checksumOf(flat).view(at::kDouble)});
 }
 
+uint64_t statsElements(const at::Tensor& t) {
+  return static_cast<uint64_t>(t.numel()) * (t.is_complex() ? 2 : 1);
+}
+
 uint64_t statsElements(const format::Tensor& t) {
   const bool complex = t.dtype == format::Dtype::Complex64 || t.dtype == format::Dtype::Complex128;
   return t.numel() * (complex ? 2 : 1);
@@ -436,7 +440,7 @@ std::optional<format::Stats> constantStats(double value, at::ScalarType dtype, u
 }
 
 format::Stats tensorStatsAten(const at::Tensor& tensor) {
-  const uint64_t elements = static_cast<uint64_t>(tensor.numel()) * (tensor.is_complex() ? 2 : 1);
+  const uint64_t elements = statsElements(tensor);
   return statsFromBuffer(deviceStats(tensor).cpu(), elements);
 }
 

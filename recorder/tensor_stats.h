@@ -52,6 +52,7 @@ std::optional<format::Stats> constantStats(double value, at::ScalarType dtype, u
 
 // The elements the statistics run over: a complex tensor's reals.
 uint64_t statsElements(const format::Tensor& t);
+uint64_t statsElements(const at::Tensor& t);
 // Reads such a buffer once it is on the host; `elements` turns the sum into
 // the mean.
 format::Stats statsFromBuffer(const at::Tensor& host, uint64_t elements);

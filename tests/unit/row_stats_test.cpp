@@ -85,6 +85,17 @@ std::vector<std::pair<std::string, at::Tensor>> mixedTensors() {
   return out;
 }
 
+// Adds the tensors to `kernels` in order (each index checked) and returns
+// what the fused CPU pass gives each: what its stats() must give.
+std::vector<format::Stats> addAll(StatsKernels& kernels, const std::vector<std::pair<std::string, at::Tensor>>& tensors) {
+  std::vector<format::Stats> want;
+  for (const auto& [name, t] : tensors) {
+    want.push_back(tensorStatsFused(t));
+    EXPECT_EQ(kernels.add(t), want.size() - 1) << name;
+  }
+  return want;
+}
+
 // At the default chunk size and at one so small that every width class is
 // cut into many chunks and the widest rows do not fit; wide rows from 16
 // rows on (the large tensors of mixedTensors() take them) and from kMinRows.
@@ -93,11 +104,7 @@ class RowStatsChunks : public ::testing::TestWithParam<std::pair<int64_t, int64_
 TEST_P(RowStatsChunks, EveryTensorOfABatchHasTheFusedPassStatistics) {
   const auto tensors = mixedTensors();
   RowStats rows(GetParam().first, GetParam().second);
-  std::vector<format::Stats> want;
-  for (const auto& [name, t] : tensors) {
-    want.push_back(tensorStatsFused(t));
-    EXPECT_EQ(rows.add(t), want.size() - 1);
-  }
+  const std::vector<format::Stats> want = addAll(rows, tensors);
   const at::Tensor partials = rows.launch();
   ASSERT_EQ(partials.scalar_type(), at::kDouble);
   ASSERT_EQ(partials.dim(), 1);
@@ -119,11 +126,7 @@ TEST(FusedStats, EveryTensorOfABatchHasExactlyTheFusedPassStatistics) {
   const auto tensors = mixedTensors();
   EXPECT_TRUE(hasFusedStats(at::Device(at::kCPU)));
   FusedStats fused;
-  std::vector<format::Stats> want;
-  for (const auto& [name, t] : tensors) {
-    want.push_back(tensorStatsFused(t));
-    EXPECT_EQ(fused.add(t), want.size() - 1);
-  }
+  const std::vector<format::Stats> want = addAll(fused, tensors);
   const at::Tensor values = fused.launch();
   ASSERT_EQ(values.scalar_type(), at::kDouble);
   ASSERT_EQ(values.sizes(), (std::vector<int64_t>{static_cast<int64_t>(tensors.size()), kDeviceStatsSize}));
