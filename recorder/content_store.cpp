@@ -24,6 +24,11 @@ constexpr size_t kSweepEvery = 64;
 constexpr size_t kMaxTensors = size_t(1) << 16;
 constexpr size_t kMaxStorages = size_t(1) << 18;
 
+// Emptied entries kept for reuse, of each map: a sweep (every kSweepEvery
+// publications) frees about as many as the records between two sweeps
+// defined.
+constexpr size_t kSpareEntries = 1024;
+
 uint64_t mix(uint64_t h) {
   h ^= h >> 33;
   h *= 0xff51afd7ed558ccdULL;
@@ -75,13 +80,51 @@ bool ContentStore::keyable(const at::Tensor& t) const {
          !c10::impl::tls_is_dispatch_key_excluded(c10::DispatchKey::ADInplaceOrView);
 }
 
+ContentStore::Storages::iterator ContentStore::addStorage(const at::Tensor& t, const void* counter) {
+  StorageEntry entry{t.storage().getWeakStorageImpl(), counter, false};
+  if (spare_storages_.empty()) return storages_.emplace(t.storage().unsafeGetStorageImpl(), std::move(entry)).first;
+  Storages::node_type node = std::move(spare_storages_.back());
+  spare_storages_.pop_back();
+  node.key() = t.storage().unsafeGetStorageImpl();
+  node.mapped() = std::move(entry);
+  return storages_.insert(std::move(node)).position;
+}
+
+ContentStore::Contents::iterator ContentStore::addContents(const c10::TensorImpl* impl) {
+  if (spare_contents_.empty()) return contents_.emplace(impl, std::vector<Pending>()).first;
+  Contents::node_type node = std::move(spare_contents_.back());
+  spare_contents_.pop_back();
+  node.key() = impl;
+  return contents_.insert(std::move(node)).position;
+}
+
+ContentStore::Storages::iterator ContentStore::dropStorage(Storages::iterator it) {
+  auto next = std::next(it);
+  Storages::node_type node = storages_.extract(it);
+  if (spare_storages_.size() < kSpareEntries) {
+    node.mapped().guard.reset();  // lets go of the storage's weak reference
+    spare_storages_.push_back(std::move(node));
+  }
+  return next;
+}
+
+ContentStore::Contents::iterator ContentStore::dropContents(Contents::iterator it) {
+  auto next = std::next(it);
+  Contents::node_type node = contents_.extract(it);
+  if (spare_contents_.size() < kSpareEntries) {
+    node.mapped().clear();  // lets go of the tensors' weak references, keeps the buffer
+    spare_contents_.push_back(std::move(node));
+  }
+  return next;
+}
+
 bool ContentStore::storageUsable(const at::Tensor& t) {
   const c10::StorageImpl* storage = t.storage().unsafeGetStorageImpl();
   const void* counter = compat::versionCounterIdentity(*t.unsafeGetTensorImpl());
   auto it = storages_.find(storage);
   if (it == storages_.end()) {
     if (storages_.size() >= kMaxStorages) return false;
-    storages_.emplace(storage, StorageEntry{t.storage().getWeakStorageImpl(), counter, false});
+    addStorage(t, counter);
     return true;
   }
   StorageEntry& e = it->second;
@@ -106,7 +149,7 @@ void ContentStore::forget(const c10::StorageImpl* storage) {
   e.aliased = true;
   aliased_storages_.fetch_add(1, std::memory_order_relaxed);
   for (auto c = contents_.begin(); c != contents_.end();) {
-    c = !c->second.empty() && c->second.front().storage == storage ? contents_.erase(c) : std::next(c);
+    c = !c->second.empty() && c->second.front().storage == storage ? dropContents(c) : std::next(c);
   }
 }
 
@@ -116,8 +159,7 @@ void ContentStore::writtenUnseen(const at::Tensor& t) {
   auto it = storages_.find(t.storage().unsafeGetStorageImpl());
   if (it == storages_.end()) {
     if (storages_.size() >= kMaxStorages) return;  // a full table dedups nothing new anyway
-    it = storages_.emplace(t.storage().unsafeGetStorageImpl(),
-                           StorageEntry{t.storage().getWeakStorageImpl(), nullptr, false}).first;
+    it = addStorage(t, nullptr);
   }
   forget(it->first);
 }
@@ -159,7 +201,7 @@ ContentStore::Content ContentStore::identify(const at::Tensor& t, std::vector<Pe
     // Written behind the version counter's back: forget what was known.
     sample_mismatches_.fetch_add(1, std::memory_order_relaxed);
     std::lock_guard<std::mutex> lock(mu_);
-    contents_.erase(impl);
+    if (auto it = contents_.find(impl); it != contents_.end()) dropContents(it);
   }
   Pending p;
   p.impl = c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(t.getIntrusivePtr());
@@ -187,7 +229,7 @@ void ContentStore::publish(std::vector<Pending>& pending) {
     auto it = contents_.find(impl);
     if (it == contents_.end()) {
       if (contents_.size() >= kMaxTensors) continue;
-      it = contents_.emplace(impl, std::vector<Pending>()).first;
+      it = addContents(impl);
     }
     std::vector<Pending>& known = it->second;
     // Versions only grow: older ones can never be met again.
@@ -202,11 +244,11 @@ void ContentStore::publish(std::vector<Pending>& pending) {
 void ContentStore::sweep() {
   published_since_sweep_ = 0;
   for (auto it = contents_.begin(); it != contents_.end();) {
-    it = it->second.empty() || it->second.front().impl.expired() ? contents_.erase(it) : std::next(it);
+    it = it->second.empty() || it->second.front().impl.expired() ? dropContents(it) : std::next(it);
   }
   // Aliased storages stay marked while they live.
   for (auto it = storages_.begin(); it != storages_.end();) {
-    it = it->second.guard.expired() ? storages_.erase(it) : std::next(it);
+    it = it->second.guard.expired() ? dropStorage(it) : std::next(it);
   }
 }
 

@@ -74,10 +74,22 @@ class ContentStore {
   void forget(const c10::StorageImpl* storage);  // holds mu_: marks it aliased
   void sweep();                             // holds mu_
 
+  using Storages = std::unordered_map<const c10::StorageImpl*, StorageEntry>;
+  using Contents = std::unordered_map<const c10::TensorImpl*, std::vector<Pending>>;
+  Storages::iterator addStorage(const at::Tensor& t, const void* counter);  // holds mu_
+  Contents::iterator addContents(const c10::TensorImpl* impl);               // holds mu_
+  Storages::iterator dropStorage(Storages::iterator it);                     // holds mu_
+  Contents::iterator dropContents(Contents::iterator it);                    // holds mu_
+
   mutable std::mutex mu_;
-  std::unordered_map<const c10::StorageImpl*, StorageEntry> storages_;
+  Storages storages_;
   // Contents by TensorImpl: those of its latest published version.
-  std::unordered_map<const c10::TensorImpl*, std::vector<Pending>> contents_;
+  Contents contents_;
+  // Entries of dead tensors and storages, emptied, for new ones: most
+  // tensors a step makes die within it, and their entries would otherwise
+  // cost three allocations per tensor recorded.
+  std::vector<Storages::node_type> spare_storages_;
+  std::vector<Contents::node_type> spare_contents_;
   size_t published_since_sweep_ = 0;
   std::atomic<uint64_t> next_id_{1};
   std::atomic<uint64_t> defined_{0}, referenced_{0}, sample_mismatches_{0}, aliased_storages_{0};

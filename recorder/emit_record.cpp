@@ -4,26 +4,26 @@
 #include <vector>
 
 #include "recorder/device_capture.h"
+#include "recorder/record_pool.h"
 
 namespace acc::recorder {
 
 void emitRecord(Session& s, std::unique_ptr<CapturedOp> record) {
   s.counts().recorded.fetch_add(1, std::memory_order_relaxed);
-  std::vector<ContentStore::Pending> contents = std::move(record->contents);
   record->watch.reset();
-  bool queued;
-  if (record->inFlight()) {
-    // Device values are still being copied: the writer completes it.
-    queued = s.emit(inFlight(std::move(record)));
-  } else {
-    std::unique_ptr<QueuedRecord> item = s.blankRecord();
-    format::encode(*record, item->bytes);
-    format::appendData(*record, item->bytes);
-    queued = s.emit(std::move(item));
-  }
   // Later records may refer to its contents only once it is in the queue,
   // ahead of them (a dropped record defines nothing).
-  if (queued && s.contents() != nullptr) s.contents()->publish(contents);
+  if (record->inFlight()) {
+    // Device values are still being copied: the writer completes it.
+    std::vector<ContentStore::Pending> contents = std::move(record->contents);
+    if (s.emit(inFlight(std::move(record))) && s.contents() != nullptr) s.contents()->publish(contents);
+    return;
+  }
+  std::unique_ptr<QueuedRecord> item = s.blankRecord();
+  format::encode(*record, item->bytes);
+  format::appendData(*record, item->bytes);
+  if (s.emit(std::move(item)) && s.contents() != nullptr) s.contents()->publish(record->contents);
+  record_pool::recycle(std::move(record));
 }
 
 }  // namespace acc::recorder

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstring>
 #include <algorithm>
+#include <charconv>
 #include <string_view>
 #include <unordered_set>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "recorder/emit_record.h"
 #include "recorder/module_paths.h"
 #include "recorder/python_hooks.h"
+#include "recorder/record_pool.h"
 #include "recorder/session.h"
 #include "recorder/tensor_capture.h"
 #include "recorder/torch_compat.h"
@@ -73,6 +75,9 @@ struct ThreadState {
   // The device this thread last told the session about: almost every
   // tensor is on the same one, and telling takes the session's lock.
   std::string last_device;
+  // A backward record's names while they are built, in buffers kept from
+  // node to node.
+  std::string name, forward_name;
 
   ~ThreadState() {
     // A node whose hook never ran is recorded when its backward pass ends
@@ -86,6 +91,11 @@ struct ThreadState {
 thread_local ThreadState tls;
 
 struct OpContext : at::ObserverContext {
+  // One per op: its memory is reused (RecordFunction frees it through the
+  // base's virtual destructor, which finds these).
+  static void* operator new(size_t size) { return record_pool::takeBlock(size); }
+  static void operator delete(void* p, size_t size) { record_pool::giveBlock(p, size); }
+
   bool entered = false;  // counted in tls.depth
   bool top_level_forward = false;  // called by user code, outside any op
   std::vector<at::Tensor> writes;  // uninitialized storages this op writes
@@ -121,12 +131,13 @@ void flushPending(Session& s) {
 
 // `module`: the op's module path (a backward record's forward op's), null
 // when unknown; records carry one whenever the module hooks are in.
-std::unique_ptr<CapturedOp> newRecord(Session& s, std::string name, std::string op, Pass pass,
+// `name` and `op` are copied into the buffers of a recycled record.
+std::unique_ptr<CapturedOp> newRecord(Session& s, std::string_view name, std::string_view op, Pass pass,
                                        uint64_t number, int64_t step, const std::string* module) {
-  auto r = std::make_unique<CapturedOp>();
+  std::unique_ptr<CapturedOp> r = record_pool::take();
   r->index = s.nextIndex();
-  r->name = std::move(name);
-  r->op = std::move(op);
+  r->name.assign(name);
+  r->op.assign(op);
   r->pass = pass;
   r->op_number = number;
   r->step = step;
@@ -135,7 +146,7 @@ std::unique_ptr<CapturedOp> newRecord(Session& s, std::string name, std::string 
   r->start_ns = nowNs();
   if (PythonHooks::instance().installed()) {
     r->has_module = true;
-    if (module != nullptr) r->module = *module;
+    if (module != nullptr) r->module.assign(*module);
   }
   if (s.config().stack != env::StackMode::None) r->stack_id = s.stacks().capture();
   if (s.watch() != nullptr) r->watch = std::make_unique<WatchHold>();
@@ -331,10 +342,20 @@ std::unique_ptr<OpContext> enter(Session& s, bool backward, const char* name) {
   return ctx;
 }
 
+std::string& appendNumber(std::string& out, uint64_t n) {
+  char digits[24];
+  const auto end = std::to_chars(digits, digits + sizeof digits, n).ptr;
+  return out.append(digits, static_cast<size_t>(end - digits));
+}
+
+// {op}.{n}.fwd into `out`, replacing what it held (in its buffer).
+void forwardNameInto(std::string& out, std::string_view op, uint64_t n) {
+  appendNumber(out.assign(op).append("."), n).append(".fwd");
+}
+
 std::string forwardName(std::string_view op, uint64_t n) {
   std::string name;
-  name.reserve(op.size() + 24);
-  name.append(op).append(".").append(std::to_string(n)).append(".fwd");
+  forwardNameInto(name, op, n);
   return name;
 }
 
@@ -349,16 +370,17 @@ void startForward(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
   const std::string_view op = fn.name();
   s.counts().ops_seen.fetch_add(1, std::memory_order_relaxed);
   // The name is built before the selector only for ACC_OP_RANGE, which
-  // matches it; otherwise only for the ops that are recorded.
-  std::string name = s.selector().matchesNames() ? forwardName(op, ctx.number) : std::string();
+  // matches it; otherwise only for the ops that are recorded, in their
+  // record's buffer.
+  const std::string name = s.selector().matchesNames() ? forwardName(op, ctx.number) : std::string();
   const std::string& module = ModulePaths::current();
   if (!s.selector().select(name, op, "", false, ctx.step, module)) {
     s.counts().skipped.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  if (name.empty()) name = forwardName(op, ctx.number);
   std::string autocast = s.numerics().onRecordedOp();
-  ctx.record = newRecord(s, std::move(name), std::string(op), Pass::Forward, ctx.number, ctx.step, &module);
+  ctx.record = newRecord(s, name, op, Pass::Forward, ctx.number, ctx.step, &module);
+  if (name.empty()) forwardNameInto(ctx.record->name, op, ctx.number);
   if (!autocast.empty()) {
     ctx.record->has_autocast = true;
     ctx.record->autocast = std::move(autocast);
@@ -456,20 +478,25 @@ void startBackward(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
   if (isNotAnOp(node)) return;
   const uint64_t seq = static_cast<uint64_t>(fn.seqNr());
   auto link = s.links().take(fn.forwardThreadId(), seq);
-  std::string op, name, forward_name;
+  // Built in this thread's buffers, kept from node to node.
+  std::string& name = tls.name;
+  std::string& forward_name = tls.forward_name;
+  std::string_view op;
   uint64_t n;
   const std::string* module = nullptr;
+  forward_name.clear();
   if (link.op) {
     module = &link.op->module;
     op = link.op->op;
     n = link.op->number;
     uint32_t k = ++link.op->backward_nodes;
-    forward_name = forwardName(op, n);
-    name = op + "." + std::to_string(n) + ".bwd" + (k > 1 ? "." + std::to_string(k) : "");
+    forwardNameInto(forward_name, op, n);
+    name.assign(forward_name, 0, forward_name.size() - 3).append("bwd");
+    if (k > 1) appendNumber(name.append("."), k);
   } else {
     op = node;
     n = s.nextUnlinkedNumber();
-    name = op + "." + std::to_string(n) + ".bwd";
+    appendNumber(name.assign(op).append("."), n).append(".bwd");
   }
   const int64_t step = s.step();
   s.counts().ops_seen.fetch_add(1, std::memory_order_relaxed);
@@ -477,9 +504,9 @@ void startBackward(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
     s.counts().skipped.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  ctx.record = newRecord(s, std::move(name), std::move(op), Pass::Backward, n, step, module);
-  ctx.record->grad_fn = node;
-  ctx.record->forward_name = std::move(forward_name);
+  ctx.record = newRecord(s, name, op, Pass::Backward, n, step, module);
+  ctx.record->grad_fn.assign(node);
+  ctx.record->forward_name.assign(forward_name);
   ctx.record->sequence_nr = fn.seqNr();
   ctx.hooked = link.hooked;
   ctx.backward_seq = seq;

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "recorder/device_capture.h"
+#include "recorder/record_pool.h"
 #include "recorder/tensor_stats.h"
 #include "recorder/dtypes.h"
 #include "recorder/torch_compat.h"
@@ -91,6 +92,12 @@ bool readable(const at::Tensor& t) {
 format::Tensor captureTensor(const at::Tensor& t, format::Role role, uint32_t position,
                              uint32_t item, int level) {
   format::Tensor out;
+  captureTensorInto(out, t, role, position, item, level);
+  return out;
+}
+
+void captureTensorInto(format::Tensor& out, const at::Tensor& t, format::Role role, uint32_t position,
+                       uint32_t item, int level) {
   out.role = role;
   out.position = position;
   out.item = item;
@@ -111,7 +118,6 @@ format::Tensor captureTensor(const at::Tensor& t, format::Role role, uint32_t po
     out.data.assign(static_cast<const char*>(host.data_ptr()), host.nbytes());
     out.has_data = true;
   }
-  return out;
 }
 
 void captureValue(const c10::IValue& value, format::Role role, uint32_t position, const Capture& capture,
@@ -127,8 +133,8 @@ void captureValue(const c10::IValue& value, format::Role role, uint32_t position
     // contiguous memory (t.contiguous() is t itself).
     if (values && !content.ref && !capture.guard.held() && !statsReadInPlace(t)) capture.guard.need();
     // A content an earlier record (or tensor) holds: metadata and its id.
-    record.tensors.push_back(captureTensor(t, role, position, item, content.ref ? 0 : level));
-    format::Tensor& out = record.tensors.back();
+    format::Tensor& out = record_pool::appendTensor(record);
+    captureTensorInto(out, t, role, position, item, content.ref ? 0 : level);
     out.uninitialized = garbage;
     out.content = content.id;
     if (content.ref) {

@@ -72,6 +72,9 @@ bool outputsUninitialized(std::string_view op);  // called at the end of every t
 // Metadata of any tensor; statistics and data too for a CPU tensor.
 format::Tensor captureTensor(const at::Tensor& t, format::Role role, uint32_t position,
                              uint32_t item, int level);
+// The same into `out`, an empty tensor (record_pool::appendTensor's).
+void captureTensorInto(format::Tensor& out, const at::Tensor& t, format::Role role, uint32_t position,
+                       uint32_t item, int level);
 
 // The version of t's autograd version counter; kNoVersion for tensors
 // without one (inference tensors, tensors inside a kernel).

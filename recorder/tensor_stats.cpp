@@ -169,14 +169,19 @@ void fused(const at::Tensor& t, double* out) {
   const T* data = static_cast<const T*>(t.data_ptr());
   const int64_t n = t.numel();
   const int64_t chunks = (n + kGrain - 1) / kGrain;
-  std::vector<Partial> parts(static_cast<size_t>(chunks));
-  // Partials are merged in chunk order, so results do not depend on the
-  // number of threads.
-  StatsPool::shared().run(chunks, [&](int64_t c) {
-    scanChunk<T, Bits>(data, c * kGrain, std::min(n, (c + 1) * kGrain), parts[static_cast<size_t>(c)]);
-  });
   Partial all;
-  for (const Partial& p : parts) all.merge(p);
+  if (chunks <= 1) {
+    // Most tensors: one chunk, scanned here with nothing to allocate.
+    scanChunk<T, Bits>(data, 0, n, all);
+  } else {
+    std::vector<Partial> parts(static_cast<size_t>(chunks));
+    // Partials are merged in chunk order, so results do not depend on the
+    // number of threads.
+    StatsPool::shared().run(chunks, [&](int64_t c) {
+      scanChunk<T, Bits>(data, c * kGrain, std::min(n, (c + 1) * kGrain), parts[static_cast<size_t>(c)]);
+    });
+    for (const Partial& p : parts) all.merge(p);
+  }
   if (n == 0) all.min = all.max = 0;
   const double values[4] = {all.min, all.max, all.sum, all.sumsq};
   const uint64_t counts[3] = {all.nan, all.inf, all.checksum};

@@ -265,7 +265,7 @@ void Watch::hold(Entry& e) {
   for (const at::Tensor& t : h.tensors) {
     if (t.defined() && t.has_storage()) bytes += t.storage().nbytes();
   }
-  if (held_ops_ < kHeldOps && held_bytes_ + bytes <= kHeldBytes) {
+  if (held_ops_ < kHeldOps && held_bytes_ + bytes <= held_bytes_bound_) {
     e.held_bytes = bytes;
     ++held_ops_;
     held_bytes_ += bytes;
@@ -345,7 +345,7 @@ void Watch::found(Session& s, Entry& e) {
                                            : std::string());
   const std::string unread =
       !held ? "; its tensors were let go before its check arrived (more than " + std::to_string(kHeldOps) +
-                  " ops or " + std::to_string(kHeldBytes >> 20) + " MiB awaited their device), so it is written with metadata only"
+                  " ops or " + std::to_string(held_bytes_bound_ >> 20) + " MiB, ACC_BUFFER_MB, awaited their device), so it is written with metadata only"
       : unread_inputs.empty() ? ""
                               : "; input " + positions(unread_inputs) + " could not be read back";
   if (made) {

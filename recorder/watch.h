@@ -21,7 +21,7 @@
 // that was handed it (data, or a value made before the watch or by an op
 // it does not see), writes the kept metadata and the op itself at level 2
 // (from the tensors it still holds), says so in one stderr line and stops
-// watching. Tensors are held for at most kHeldOps ops (kHeldBytes) awaiting
+// watching. Tensors are held for at most kHeldOps ops (ACC_BUFFER_MB) awaiting
 // their check; a find beyond that is written with metadata only.
 #pragma once
 
@@ -50,18 +50,21 @@ class Session;
 class Watch {
  public:
   // Ops awaiting their device check whose tensors are held, and the bytes
-  // of their storages: a bound on the memory the watch keeps from being
-  // freed while a device runs behind its host. 256 ops covers a GPU's
-  // launch queue with the watch's own kernels in it; the oldest are held
-  // (they are judged next), later ones beyond the bound go unheld.
+  // of their storages (ACC_BUFFER_MB, the budget of what acc keeps in
+  // flight): a bound on the memory the watch keeps from being freed while
+  // a device runs behind its host. 256 ops covers a GPU's launch queue with
+  // the watch's own kernels in it; the oldest are held (they are judged
+  // next), later ones beyond the bound go unheld.
   static constexpr size_t kHeldOps = 256;
-  static constexpr size_t kHeldBytes = size_t{1} << 30;
   // Storages remembered as holding intended infinities.
   static constexpr size_t kIntended = 256;
 
   // Device tensors are checked in `batch`'s batches (NaN and Inf counts).
   Watch(const env::Config& config, StatsBatch& batch)
-      : context_size_(config.watch_context), abort_(config.watch_abort), batch_(batch) {}
+      : held_bytes_bound_(static_cast<size_t>(config.buffer_mb) << 20),
+        context_size_(config.watch_context),
+        abort_(config.watch_abort),
+        batch_(batch) {}
 
   // Op thread, at the start of an in-place op (its inputs captured): what
   // the input it overwrites (argument 0) holds before the op runs.
@@ -91,7 +94,7 @@ class Watch {
     std::chrono::steady_clock::time_point since;  // when the op finished
     std::vector<const c10::StorageImpl*> storages;  // per record tensor, when the op ended
     std::vector<bool> intended;  // inputs holding the program's own infinities (intended())
-    bool released = false;              // tensors not held (kHeldOps, kHeldBytes) or let go
+    bool released = false;              // tensors not held (kHeldOps, held_bytes_bound_) or let go
     size_t held_bytes = 0;
   };
 
@@ -111,6 +114,7 @@ class Watch {
   bool isIntended(const c10::StorageImpl* storage) const;
   void letGo(Entry& e);  // holds mu_
 
+  const size_t held_bytes_bound_;
   const uint64_t context_size_;
   const bool abort_;
   StatsBatch& batch_;

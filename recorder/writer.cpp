@@ -19,8 +19,12 @@ namespace acc::recorder {
 namespace {
 
 constexpr size_t kQueueSlots = 1 << 16;
-constexpr size_t kPoolItems = 256;
-constexpr size_t kPoolRecordBytes = 64 << 10;
+// Written items kept for op threads to fill again: as many as a fast op
+// loop (a few hundred thousand ops a second) queues while the writer
+// sleeps its millisecond or compresses a frame, so that the steady state
+// allocates none. At most 16 MiB of buffers in all.
+constexpr size_t kPoolItems = 2048;
+constexpr size_t kPoolRecordBytes = 8 << 10;
 constexpr auto kFlushInterval = std::chrono::milliseconds(100);
 constexpr auto kTickInterval = std::chrono::seconds(1);
 // How long stop() waits for a device's values before counting them lost.
@@ -78,7 +82,7 @@ std::unique_ptr<QueuedRecord> Writer::blank() {
 
 void Writer::recycle(std::unique_ptr<QueuedRecord> item) {
   item->in_flight.reset();
-  if (item->bytes.capacity() > kPoolRecordBytes) return;  // large records are rare: freed here
+  if (item->bytes.capacity() > kPoolRecordBytes) return;  // large records (level 2) are freed here
   item->bytes.clear();
   pool_.tryPush(item);  // a full pool frees it here
 }

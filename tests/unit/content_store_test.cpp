@@ -122,5 +122,30 @@ TEST(ContentStoreTest, InsideAKernelVersionsSayNothing) {
   EXPECT_EQ(record(store, t).id, 0u);
 }
 
+
+// Entries of dead tensors are emptied and reused for new ones (a sweep
+// every 64 publications frees them): a reused entry must know nothing of
+// the tensor it held, so every new tensor is a new content and is referred
+// to once queued, however often entries turn over.
+TEST(ContentStoreTest, EntriesOfDeadTensorsServeNewOnesAsNew) {
+  ContentStore store;
+  std::vector<at::Tensor> alive;
+  uint64_t last = 0;
+  for (int i = 0; i < 2000; ++i) {
+    at::Tensor t = i % 3 == 0 ? at::rand({8}) : at::rand({2, 4}).add_(1);  // versions 0 and 1
+    ContentStore::Content first = record(store, t);
+    ASSERT_NE(first.id, 0u) << i;
+    ASSERT_FALSE(first.ref) << i;
+    ASSERT_GT(first.id, last) << i;
+    last = first.id;
+    ContentStore::Content again = record(store, t);
+    ASSERT_TRUE(again.ref) << i;
+    ASSERT_EQ(again.id, first.id) << i;
+    if (i % 10 == 0) alive.push_back(t);  // some live on, most die here
+  }
+  // Those still alive are still known.
+  for (const at::Tensor& t : alive) EXPECT_TRUE(record(store, t).ref);
+}
+
 }  // namespace
 }  // namespace acc::recorder

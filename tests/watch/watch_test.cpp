@@ -159,7 +159,7 @@ TEST(Watch, AFindTheDeviceLeftFarBehindKeepsItsNameAndSaysItsTensorsWereLetGo) {
                                          {"ACC_WATCH", "naninf"}, {"ACC_WATCH_CONTEXT", "3"}}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("ACC_WATCH: " + expected + " (step 7"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("its tensors were let go before its check arrived (more than 256 ops"), std::string::npos)
+  EXPECT_NE(r.err.find("its tensors were let go before its check arrived (more than 256 ops or 256 MiB, ACC_BUFFER_MB"), std::string::npos)
       << r.err;
   const Recording rec = readRank(dir / "rank0");
   ASSERT_EQ(rec.records.size(), 4u);
@@ -167,6 +167,40 @@ TEST(Watch, AFindTheDeviceLeftFarBehindKeepsItsNameAndSaysItsTensorsWereLetGo) {
   for (const format::Tensor& t : rec.records.back().tensors) EXPECT_FALSE(t.has_stats || t.has_data);
   EXPECT_EQ(rec.manifest["watch"]["status"], "found");
   EXPECT_EQ(rec.manifest["watch"]["tensors_held"], false);
+}
+
+// The bytes the watch holds count against ACC_BUFFER_MB: with 1 MiB, a
+// find early in the first step (a wider model, every op still awaiting its
+// check) is let go and says so; with the default it keeps its tensors.
+TEST(Watch, TheHeldTensorsAreBoundedByTheBufferBudget) {
+  const Env slow = onDevice({{"TESTDEV_EVENT_DELAY_US", "2000000"}, {"STEPS", "2"}, {"WIDTH", "256"},
+                             {"BATCH", "256"}});
+  const std::vector<std::string> names = referenceNames(slow);
+  const size_t at = nthGelu(names, "bwd", 1);
+  ASSERT_LT(at, names.size());
+  ASSERT_LT(at, 200u) << "the find must lie within the 256 held ops";
+  for (const char* budget : {"1", "256"}) {
+    SCOPED_TRACE(std::string("ACC_BUFFER_MB=") + budget);
+    const bool small = std::string(budget) == "1";
+    TempDir dir;
+    RunResult r = recordPython(script(), dir.path(),
+                               with(slow, {{"TESTDEV_WRONG_OP", "gelu_backward"}, {"TESTDEV_NAN_CALL", "1"},
+                                           {"ACC_WATCH", "naninf"}, {"ACC_WATCH_CONTEXT", "0"},
+                                           {"ACC_BUFFER_MB", budget}}));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("ACC_WATCH: " + names[at] + " (step 0"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("let go before its check arrived") != std::string::npos, small) << r.err;
+    if (small) {
+      EXPECT_NE(r.err.find("(more than 256 ops or 1 MiB, ACC_BUFFER_MB, awaited"), std::string::npos) << r.err;
+    }
+    const Recording rec = readRank(dir / "rank0");
+    ASSERT_FALSE(rec.records.empty());
+    EXPECT_EQ(rec.records.back().name, names[at]);
+    EXPECT_EQ(rec.manifest["watch"]["tensors_held"], !small);
+    bool data = false;
+    for (const format::Tensor& t : rec.records.back().tensors) data = data || t.has_data;
+    EXPECT_EQ(data, !small);
+  }
 }
 
 TEST(Watch, WritesNothingWithoutANaNAndAddsNoHostSynchronisation) {
