@@ -27,8 +27,16 @@ struct RecordedMlp {
   Recording rec;
 };
 
+// GCC 14 warns of a dangling reference wherever a call with a temporary
+// argument returns a reference; recordedMlp's lives in its cache.
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 14
+#define ACC_CACHED [[gnu::no_dangling]]
+#else
+#define ACC_CACHED
+#endif
+
 // One recording per configuration, shared by the tests that read it.
-const RecordedMlp& recordedMlp(const std::map<std::string, std::string>& env) {
+ACC_CACHED const RecordedMlp& recordedMlp(const std::map<std::string, std::string>& env) {
   static std::map<std::map<std::string, std::string>, std::unique_ptr<RecordedMlp>> cache;
   auto& slot = cache[env];
   if (!slot) {
