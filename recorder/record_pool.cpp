@@ -47,9 +47,11 @@ Pool* pool() {
 
 // `t` emptied as a default Tensor, field by field: its strings and vectors
 // keep their buffers (a new field of format::Tensor must be reset here: the
-// size check below fails until it is).
+// size check below fails until it is; it knows the sizes of libstdc++'s
+// 64-bit C++11-ABI strings only, and PyPI's torch 2.1 builds with the old
+// ABI).
 void clearTensor(format::Tensor& t) {
-#if defined(__GLIBCXX__) && __SIZEOF_POINTER__ == 8
+#if defined(__GLIBCXX__) && __SIZEOF_POINTER__ == 8 && _GLIBCXX_USE_CXX11_ABI
   static_assert(sizeof(format::Tensor) == 240, "format::Tensor changed: reset its new fields in clearTensor");
 #endif
   t.role = format::Role::Input;
@@ -78,7 +80,7 @@ void clearTensor(format::Tensor& t) {
 // `r` emptied as a default CapturedOp, keeping its buffers (field by field,
 // as clearTensor); its tensors' buffers go to `shells`.
 void clearRecord(CapturedOp& r, std::vector<format::Tensor>& shells) {
-#if defined(__GLIBCXX__) && __SIZEOF_POINTER__ == 8
+#if defined(__GLIBCXX__) && __SIZEOF_POINTER__ == 8 && _GLIBCXX_USE_CXX11_ABI
   static_assert(sizeof(format::OpRecord) == 376, "format::OpRecord changed: reset its new fields in clearRecord");
 #endif
   for (format::Tensor& t : r.tensors) {
