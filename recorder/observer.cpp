@@ -348,10 +348,12 @@ std::string& appendNumber(std::string& out, uint64_t n) {
   return out.append(digits, static_cast<size_t>(end - digits));
 }
 
-// {op}.{n}.fwd into `out`, replacing what it held (in its buffer).
-void forwardNameInto(std::string& out, std::string_view op, uint64_t n) {
-  appendNumber(out.assign(op).append("."), n).append(".fwd");
+// {op}.{n}.{pass} into `out`, replacing what it held (in its buffer).
+void recordNameInto(std::string& out, std::string_view op, uint64_t n, const char* pass) {
+  appendNumber(out.assign(op).append("."), n).append(".").append(pass);
 }
+
+void forwardNameInto(std::string& out, std::string_view op, uint64_t n) { recordNameInto(out, op, n, "fwd"); }
 
 std::string forwardName(std::string_view op, uint64_t n) {
   std::string name;
@@ -483,21 +485,21 @@ void startBackward(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
   std::string& forward_name = tls.forward_name;
   std::string_view op;
   uint64_t n;
+  uint32_t k = 1;  // the forward op's k-th node: .bwd.k from the second on
   const std::string* module = nullptr;
   forward_name.clear();
   if (link.op) {
     module = &link.op->module;
     op = link.op->op;
     n = link.op->number;
-    uint32_t k = ++link.op->backward_nodes;
+    k = ++link.op->backward_nodes;
     forwardNameInto(forward_name, op, n);
-    name.assign(forward_name, 0, forward_name.size() - 3).append("bwd");
-    if (k > 1) appendNumber(name.append("."), k);
   } else {
     op = node;
     n = s.nextUnlinkedNumber();
-    appendNumber(name.assign(op).append("."), n).append(".bwd");
   }
+  recordNameInto(name, op, n, "bwd");
+  if (k > 1) appendNumber(name.append("."), k);
   const int64_t step = s.step();
   s.counts().ops_seen.fetch_add(1, std::memory_order_relaxed);
   if (!s.selector().select(name, op, node, true, step, module != nullptr ? *module : std::string_view())) {
