@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "recorder/cuda_stats.h"
 #include "recorder/row_stats.h"
 #include "recorder/tensor_stats.h"
 
@@ -33,6 +34,8 @@ const c10::OperatorHandle* tensorStatsOp() {
 
 bool hasFusedStats(const c10::Device& device) {
   if (device.is_cpu()) return true;
+  // acc's own kernel, where NVRTC and the driver are there to run it.
+  if (device.is_cuda()) return cudaStatsReady(device);
   const c10::OperatorHandle* op = tensorStatsOp();
   if (op == nullptr) return false;
   const c10::DispatchKey key = c10::computeDispatchKey(at::kFloat, at::kStrided, device);

@@ -6,8 +6,9 @@
 
 #include <algorithm>
 #include <string>
-#include <unordered_set>
+#include <unordered_map>
 
+#include "recorder/cuda_stats.h"
 #include "recorder/device_capture.h"
 #include "recorder/fused_stats.h"
 #include "recorder/tensor_capture.h"
@@ -67,27 +68,65 @@ StatsBatch::StatsBatch(size_t max_tensors, uint64_t max_alone_bytes)
 
 StatsTicket StatsBatch::add(const at::Tensor& t) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!open_) open_ = std::make_shared<StatsFlight>();
+  if (!open_) {
+    open_ = std::make_shared<StatsFlight>();
+    fused_batch_ = batchesTakeFusedStats(t.device());
+  }
   StatsTicket ticket{open_, static_cast<uint32_t>(waiting_.size()), this};
   waiting_.push_back({t, versionOf(t), currentStream(t.device()), at::Tensor(), 0});
   ++storages_[storageOf(t)];
   size_.store(waiting_.size(), std::memory_order_relaxed);
   bytes_since_check_ += t.nbytes();
-  if (waiting_.size() >= max_tensors_ || aloneOverLimitLocked()) launchLocked();
+  waiting_bytes_ += t.nbytes();
+  // With the device's own kernel a batch costs two launches: it runs once
+  // its tensors take 4x the alone limit, held or not, so that tensors the
+  // program has freed (a step's largest temporaries, the logits' float
+  // copies) wait little and add little to the device's peak.
+  if (waiting_.size() >= max_tensors_ || (fused_batch_ && waiting_bytes_ >= 4 * max_alone_bytes_) ||
+      aloneOverLimitLocked()) {
+    launchLocked();
+  }
   return ticket;
 }
 
 // Whether the waiting tensors nobody but acc holds any more (the program
 // has let them go) take more memory than allowed. Looked at again each time
-// an eighth of the limit has joined.
+// an eighth of the limit has joined. A storage is acc's alone when every
+// reference to it is a waiting tensor's and every reference to those
+// tensors a waiting entry's: a temporary and its views (a split's chunks)
+// waiting together hold each other's storage, and count as let go.
 bool StatsBatch::aloneOverLimitLocked() {
   if (bytes_since_check_ < max_alone_bytes_ / 8) return false;
   bytes_since_check_ = 0;
-  uint64_t alone = 0;
-  std::unordered_set<const void*> seen;
+  struct Entries {
+    size_t count = 0;  // waiting entries holding the tensor
+    const at::Tensor* tensor = nullptr;
+  };
+  std::unordered_map<const c10::TensorImpl*, Entries> entries;
   for (const Waiting& w : waiting_) {
-    if (!w.tensor.defined() || w.tensor.use_count() != 1 || w.tensor.storage().use_count() != 1) continue;
-    if (seen.insert(storageOf(w.tensor)).second) alone += w.tensor.storage().nbytes();
+    if (!w.tensor.defined()) continue;
+    Entries& e = entries[w.tensor.unsafeGetTensorImpl()];
+    ++e.count;
+    e.tensor = &w.tensor;
+  }
+  struct Storage {
+    size_t tensors = 0;  // distinct waiting tensors on it
+    bool held = false;   // a tensor on it has a reference no waiting entry holds
+    uint64_t bytes = 0;
+    size_t references = 0;
+  };
+  std::unordered_map<const void*, Storage> storages;
+  for (const auto& [impl, e] : entries) {
+    const at::Tensor& t = *e.tensor;
+    Storage& s = storages[storageOf(t)];
+    ++s.tensors;
+    s.held = s.held || t.use_count() != e.count;
+    s.bytes = t.storage().nbytes();
+    s.references = t.storage().use_count();
+  }
+  uint64_t alone = 0;
+  for (const auto& [storage, s] : storages) {
+    if (!s.held && s.references == s.tensors) alone += s.bytes;
   }
   return alone > max_alone_bytes_;
 }
@@ -198,6 +237,7 @@ void StatsBatch::launchLocked() {
   storages_.clear();
   size_.store(0, std::memory_order_relaxed);
   bytes_since_check_ = 0;
+  waiting_bytes_ = 0;
   CaptureGuard guard;
   // One part per device stream, in order of first appearance.
   flight->slots_.resize(waiting.size());
@@ -256,8 +296,10 @@ StatsBatchCounts StatsBatch::counts() const {
 
 nlohmann::json StatsBatch::countsJson() const {
   const StatsBatchCounts c = counts();
-  return {{"batches", c.batches}, {"tensors", c.tensors}, {"copies", c.copies}, {"early", c.early},
-          {"stale", c.stale},     {"failed", c.failed}};
+  nlohmann::json j = {{"batches", c.batches}, {"tensors", c.tensors}, {"copies", c.copies}, {"early", c.early},
+                      {"stale", c.stale},     {"failed", c.failed}};
+  if (std::string kernel = cudaStatsKernel(); !kernel.empty()) j["cuda_kernel"] = std::move(kernel);
+  return j;
 }
 
 }  // namespace acc::recorder

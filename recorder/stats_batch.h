@@ -6,7 +6,9 @@
 // kernel where it has one, else about 20 ATen kernels per element type and
 // chunk; then one copy to the host and one event per stream), when
 //  - the batch holds ACC_DEVICE_BATCH tensors, or the tensors only acc still
-//    holds take an eighth of ACC_BUFFER_MB;
+//    holds take an eighth of ACC_BUFFER_MB, or, on a device with its own
+//    statistics kernel (a batch costs it two launches), all its tensors
+//    take half of ACC_BUFFER_MB;
 //  - a training step ends (Session::advanceStep) or the recording stops;
 //  - the writer has waited a while for one of its records (nudge());
 //  - a compiled region or a collective starts (they write memory behind the
@@ -133,6 +135,8 @@ class StatsBatch {
   std::unordered_map<const void*, uint32_t> storages_;  // storage -> waiting tensors on it
   std::atomic<size_t> size_{0};  // waiting_.size(), read without the lock
   uint64_t bytes_since_check_ = 0;
+  uint64_t waiting_bytes_ = 0;   // of the waiting tensors, held or not
+  bool fused_batch_ = false;     // the open batch's device has its own kernel
   StatsBatchCounts counts_;
 };
 

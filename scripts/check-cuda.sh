@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Checks acc on a CUDA GPU, which the test suite cannot assume (CI has none):
 #   scripts/check-cuda.sh [BUILD_DIR]     (default: build)
-# With tests/scripts/device_train.py on cuda:0 it checks that
+# It checks that acc's statistics kernel (compiled by NVRTC) gives on the
+# GPU what its CPU pass gives (tests/scripts/cuda_stats_check.py) and serves
+# the level-1 recording; with tests/scripts/device_train.py on cuda:0, that
 #  - recorded losses equal the unrecorded run's, bit for bit, at levels 0-2;
 #  - compare of a CPU and a CUDA recording finds no divergence;
 #  - check replays the CUDA recording's ops on the CPU without a deviation;
@@ -27,6 +29,8 @@ fail() { echo "check-cuda: FAILED: $*" >&2; exit 1; }
 losses() { grep -o 'loss [^ ]*' "$1"; }
 last_step() { grep '^step' "$1" | tail -1 | awk '{print $NF}'; }
 
+LD_PRELOAD=$lib ACC_LEVEL=0 ACC_OUTPUT_DIR="$work/kernel" "$python" tests/scripts/cuda_stats_check.py ||
+  fail "acc's CUDA statistics kernel differs from its CPU pass"
 DEVICE=cuda "$python" $script >"$work/plain.txt" || fail "the unrecorded run"
 echo "unrecorded: last step $(last_step "$work/plain.txt") s"
 for level in 0 1 2; do
@@ -35,6 +39,10 @@ for level in 0 1 2; do
   cmp -s <(losses "$work/plain.txt") <(losses "$work/level$level.txt") || fail "level $level changed the losses"
   echo "level $level: losses bit-identical, last step $(last_step "$work/level$level.txt") s"
 done
+kernel=$("$python" -c 'import json, sys; print(json.load(open(sys.argv[1]))["device_stats"].get("cuda_kernel", "none"))' \
+  "$work"/cuda1/rank0/manifest.json)
+echo "level 1 statistics by: $kernel"
+[[ $kernel == acc_tensor_stats* ]] || fail "level 1 did not use acc's statistics kernel ($kernel)"
 DEVICE=cpu LD_PRELOAD=$lib ACC_LEVEL=2 ACC_OUTPUT_DIR="$work/cpu" "$python" $script >/dev/null || fail "the CPU run"
 "$analyzer" compare "$work/cpu" "$work/cuda2" -o "$work/compare" >"$work/compare.txt" 2>&1 ||
   { cat "$work/compare.txt"; fail "compare of CPU and CUDA"; }
