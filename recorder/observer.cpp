@@ -17,6 +17,7 @@
 #include "recorder/device_capture.h"
 #include "recorder/emit_record.h"
 #include "recorder/module_paths.h"
+#include "recorder/op_writes.h"
 #include "recorder/python_hooks.h"
 #include "recorder/record_pool.h"
 #include "recorder/session.h"
@@ -225,15 +226,13 @@ void noteWrites(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
   UninitializedMemory& memory = s.uninitialized();
   if (memory.empty()) return;
   c10::ArrayRef<const c10::IValue> inputs = fn.inputs();
-  decltype(fn.operator_schema()) schema;  // a copy: taken only when needed
+  const OpWrites* writes = nullptr;  // looked up only when needed
   // False once the op's schema turned out unknown: nothing more to learn.
   auto note = [&](size_t i, const at::Tensor& t) {
     if (!memory.contains(t)) return true;
-    if (!schema && !(schema = fn.operator_schema())) return false;
-    const auto& args = schema->arguments();
-    if (i < args.size() && args[i].alias_info() != nullptr && args[i].alias_info()->isWrite()) {
-      ctx.writes.push_back(t);
-    }
+    if (writes == nullptr) writes = &opWrites(fn);
+    if (!writes->known) return false;
+    if (writes->writes(i)) ctx.writes.push_back(t);
     return true;
   };
   for (size_t i = 0; i < inputs.size(); ++i) {

@@ -11,6 +11,7 @@
 #include "recorder/cuda_stats.h"
 #include "recorder/device_capture.h"
 #include "recorder/fused_stats.h"
+#include "recorder/op_writes.h"
 #include "recorder/tensor_capture.h"
 #include "recorder/tensor_stats.h"
 
@@ -35,13 +36,6 @@ void forEachTensor(const c10::IValue& v, F&& f) {
       if (e.isTensor()) f(e.toTensor());
     }
   }
-}
-
-// Arguments ops write without their schema saying so, and without moving
-// the version counter: torch 1.13's batch norms (native_batch_norm,
-// cudnn_batch_norm, ...) update their running statistics in place.
-bool writesUnannounced(const std::string& argument) {
-  return argument == "running_mean" || argument == "running_var";
 }
 
 }  // namespace
@@ -136,27 +130,19 @@ void StatsBatch::beforeOp(const at::RecordFunction& fn) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (waiting_.empty()) return;
   c10::ArrayRef<const c10::IValue> inputs = fn.inputs();
-  decltype(fn.operator_schema()) schema;  // taken only when an argument holds a waiting tensor
-  bool schema_known = true;
+  const OpWrites* writes = nullptr;  // looked up only when an argument holds a waiting tensor
   std::vector<const void*> written;  // waiting storages the op writes (a _foreach_ op: many)
   for (size_t i = 0; i < inputs.size(); ++i) {
     forEachTensor(inputs[i], [&](const at::Tensor& t) {
       if (!t.defined() || !t.has_storage()) return;
       const void* storage = storageOf(t);
       if (storages_.find(storage) == storages_.end()) return;
-      if (schema_known && !schema) {
-        schema = fn.operator_schema();
-        schema_known = schema.has_value();
-      }
+      if (writes == nullptr) writes = &opWrites(fn);
       // Scopes without a schema (torch's own named scopes, "detach") are not
       // ops that write; a write nothing announces is caught by the version
       // counter when the batch runs.
-      if (!schema_known) return;
-      const auto& args = schema->arguments();
-      if (i >= args.size()) return;
-      if ((args[i].alias_info() != nullptr && args[i].alias_info()->isWrite()) || writesUnannounced(args[i].name())) {
-        if (std::find(written.begin(), written.end(), storage) == written.end()) written.push_back(storage);
-      }
+      if (!writes->writes(i)) return;
+      if (std::find(written.begin(), written.end(), storage) == written.end()) written.push_back(storage);
     });
   }
   if (!written.empty()) protectLocked(written);

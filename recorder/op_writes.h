@@ -1,0 +1,33 @@
+// Which arguments an op writes, from its schema: alias annotations (in-place
+// ops, out=) and the running statistics a nested native_batch_norm updates
+// without announcing it. Found once per operator overload and kept: a
+// schema copy (RecordFunction::operator_schema()) costs microseconds, and on
+// a device every op whose inputs wait in a statistics batch asks.
+#pragma once
+
+#include <ATen/record_function.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace acc::recorder {
+
+struct OpWrites {
+  bool known = false;             // the scope is an op with a schema
+  std::vector<uint16_t> written;  // indexes of the arguments it writes
+
+  bool writes(size_t argument) const {
+    for (uint16_t w : written) {
+      if (w == argument) return true;
+    }
+    return false;
+  }
+};
+
+// The scope's writes; `known` false for scopes without a schema (torch's
+// named scopes, autograd nodes), which are not cached. Thread-safe; the
+// reference stays valid for the process's life.
+const OpWrites& opWrites(const at::RecordFunction& fn);
+
+}  // namespace acc::recorder
