@@ -74,6 +74,7 @@ class StatsFlight {
   std::vector<Part> parts_;
   std::vector<Slot> slots_;
   std::atomic<bool> launched_{false};
+  mutable std::atomic<bool> arrived_{false};
 };
 
 // What a record keeps of one device tensor's statistics.
