@@ -65,3 +65,47 @@ function(acc_check_torch_abi_flag python)
   endif()
   message(STATUS "acc: libstdc++ ABI flag _GLIBCXX_USE_CXX11_ABI=${abi}, as torch reports")
 endfunction()
+
+# Pins the libraries torch's CMake config looks up by name to the torch of
+# `python`. Its find_library() calls search the system's paths before
+# torch's own folder, so with Debian's libtorch installed a build against a
+# virtual environment's torch linked Debian's libc10.so (and then loaded
+# Debian's torch next to the environment's). Also, torch before 2.5 built
+# with CUDA asks for CUDA::nvToolsExt, which CUDA 13 toolkits no longer
+# ship: where the wheels bring libnvToolsExt, it stands in.
+function(acc_pin_torch_libraries python)
+  if(NOT python OR Torch_DIR)
+    return()
+  endif()
+  execute_process(COMMAND "${python}" -c
+    "import os, torch; print(os.path.dirname(torch.__file__)); print(torch.__version__.split('+')[0])"
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_QUIET OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(NOT rc EQUAL 0)
+    return()
+  endif()
+  string(REPLACE "\n" ";" out "${out}")
+  list(GET out 0 torch_dir)
+  list(GET out 1 torch_version)
+  if(NOT EXISTS "${torch_dir}/lib")
+    return()
+  endif()
+  foreach(pair "TORCH_LIBRARY;torch" "c10_LIBRARY;c10" "C10_CUDA_LIBRARY;c10_cuda"
+               "CAFFE2_NVRTC_LIBRARY;caffe2_nvrtc")
+    list(GET pair 0 var)
+    list(GET pair 1 name)
+    if(NOT DEFINED CACHE{${var}} AND EXISTS "${torch_dir}/lib/lib${name}.so")
+      # The file itself: Debian's torch/lib holds links to the system's copies.
+      get_filename_component(file "${torch_dir}/lib/lib${name}.so" REALPATH)
+      set(${var} "${file}" CACHE FILEPATH "lib${name} of ${python}'s torch")
+    endif()
+  endforeach()
+  file(GLOB nvtx "${torch_dir}/../nvidia/nvtx/lib/libnvToolsExt.so.*")
+  if(nvtx AND torch_version VERSION_LESS 2.5 AND NOT TARGET CUDA::nvToolsExt)
+    list(GET nvtx 0 nvtx)
+    add_library(CUDA::nvToolsExt SHARED IMPORTED GLOBAL)
+    set_target_properties(CUDA::nvToolsExt PROPERTIES IMPORTED_LOCATION "${nvtx}")
+    if(NOT DEFINED CACHE{LIBNVTOOLSEXT})
+      set(LIBNVTOOLSEXT "${nvtx}" CACHE FILEPATH "libnvToolsExt of ${python}'s torch")
+    endif()
+  endif()
+endfunction()
