@@ -91,8 +91,9 @@ StatsTicket StatsBatch::add(const at::Tensor& t) {
 // has let them go) take more memory than allowed. Looked at again each time
 // an eighth of the limit has joined. A storage is acc's alone when every
 // reference to it is a waiting tensor's and every reference to those
-// tensors a waiting entry's: a temporary and its views (a split's chunks)
-// waiting together hold each other's storage, and count as let go.
+// tensors a waiting entry's or a waiting view's: a temporary and its views
+// (a split's chunks) waiting together hold each other's storage, and count
+// as let go.
 bool StatsBatch::aloneOverLimitLocked() {
   if (bytes_since_check_ < max_alone_bytes_ / 8) return false;
   bytes_since_check_ = 0;
@@ -106,6 +107,13 @@ bool StatsBatch::aloneOverLimitLocked() {
     Entries& e = entries[w.tensor.unsafeGetTensorImpl()];
     ++e.count;
     e.tensor = &w.tensor;
+  }
+  // A view holds its base (torch 2's views keep it even under no_grad): a
+  // waiting view of a waiting base is one more reference of acc's own.
+  for (auto& [impl, e] : entries) {
+    if (!e.tensor->is_view()) continue;
+    auto base = entries.find(e.tensor->_base().unsafeGetTensorImpl());
+    if (base != entries.end()) ++base->second.count;
   }
   struct Storage {
     size_t tensors = 0;  // distinct waiting tensors on it

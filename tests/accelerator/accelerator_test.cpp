@@ -399,7 +399,7 @@ TEST(Accelerator, FreedTemporariesAndTheirViewsWaitLittle) {
   const std::tuple<const char*, const char*, int64_t, int64_t> runs[] = {
       // kernel, ACC_BUFFER_MB, least and most bytes added to the peak
       {"1", "4", 0, int64_t{2} << 20},
-      {"0", "4", 0, int64_t{8} << 20},
+      {"0", "4", 0, int64_t{12} << 20},  // 5 MB on torch 1.13, 8.3 MB on 2.14 (the rows' own chunks)
       {"1", "256", int64_t{16} << 20, int64_t{136} << 20}};
   for (const auto& [kernel, budget, least, most] : runs) {
     SCOPED_TRACE(std::string("TESTDEV_STATS_KERNEL=") + kernel + ", ACC_BUFFER_MB=" + budget);
