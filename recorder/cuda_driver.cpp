@@ -220,8 +220,9 @@ Kernel compileFor(int index) {
   // The device's own architecture, else older ones an older NVRTC knows
   // (PTX runs on newer devices: the driver compiles it).
   std::string ptx, log;
-  for (int cc : {major * 10 + minor, 90, 80, 75, 70}) {
-    if (cc > major * 10 + minor) continue;
+  const int own = major * 10 + minor;
+  for (int cc : {own, 90, 80, 75, 70}) {
+    if (cc > own || (cc == own && !k.arch.empty())) continue;  // own tried first, once
     k.arch = "compute_" + std::to_string(cc);
     if (compileToPtx(kStatsKernelSource, k.arch, ptx, log)) break;
     ptx.clear();
