@@ -23,18 +23,29 @@ function(acc_find_torch_python out_var)
   set(${out_var} "" PARENT_SCOPE)
 endfunction()
 
-# Puts the torch of `python` first in CMAKE_PREFIX_PATH (through
-# torch.utils.cmake_prefix_path), unless the user named a Torch_DIR.
-function(acc_torch_prefix_from_python python)
+# Points CMake at the torch of `python`, unless the user named a Torch_DIR:
+# its config first in CMAKE_PREFIX_PATH (torch.utils.cmake_prefix_path) and
+# its libraries pinned (acc_pin_torch_libraries). One Python start, as
+# importing torch takes seconds.
+function(acc_torch_from_python python)
   if(NOT python OR Torch_DIR)
     return()
   endif()
-  execute_process(COMMAND "${python}" -c "import torch.utils; print(torch.utils.cmake_prefix_path)"
-    RESULT_VARIABLE rc OUTPUT_VARIABLE prefix ERROR_QUIET OUTPUT_STRIP_TRAILING_WHITESPACE)
-  if(rc EQUAL 0 AND EXISTS "${prefix}")
+  execute_process(COMMAND "${python}" -c
+    "import os, torch, torch.utils; print(torch.utils.cmake_prefix_path); print(os.path.dirname(torch.__file__)); print(torch.__version__.split('+')[0])"
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_QUIET OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(NOT rc EQUAL 0)
+    return()
+  endif()
+  string(REPLACE "\n" ";" out "${out}")
+  list(GET out 0 prefix)
+  list(GET out 1 torch_dir)
+  list(GET out 2 torch_version)
+  if(EXISTS "${prefix}")
     message(STATUS "acc: torch's CMake config from ${python}: ${prefix}")
     set(CMAKE_PREFIX_PATH "${prefix};${CMAKE_PREFIX_PATH}" PARENT_SCOPE)
   endif()
+  acc_pin_torch_libraries("${python}" "${torch_dir}" "${torch_version}")
 endfunction()
 
 # The libstdc++ ABI that torch's CMake config asks for (TORCH_CXX_FLAGS) must
@@ -67,25 +78,13 @@ function(acc_check_torch_abi_flag python)
 endfunction()
 
 # Pins the libraries torch's CMake config looks up by name to the torch of
-# `python`. Its find_library() calls search the system's paths before
+# `python` (in `torch_dir`, of `torch_version`). Its find_library() calls search the system's paths before
 # torch's own folder, so with Debian's libtorch installed a build against a
 # virtual environment's torch linked Debian's libc10.so (and then loaded
 # Debian's torch next to the environment's). Also, torch before 2.5 built
 # with CUDA asks for CUDA::nvToolsExt, which CUDA 13 toolkits no longer
 # ship: where the wheels bring libnvToolsExt, it stands in.
-function(acc_pin_torch_libraries python)
-  if(NOT python OR Torch_DIR)
-    return()
-  endif()
-  execute_process(COMMAND "${python}" -c
-    "import os, torch; print(os.path.dirname(torch.__file__)); print(torch.__version__.split('+')[0])"
-    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_QUIET OUTPUT_STRIP_TRAILING_WHITESPACE)
-  if(NOT rc EQUAL 0)
-    return()
-  endif()
-  string(REPLACE "\n" ";" out "${out}")
-  list(GET out 0 torch_dir)
-  list(GET out 1 torch_version)
+function(acc_pin_torch_libraries python torch_dir torch_version)
   if(NOT EXISTS "${torch_dir}/lib")
     return()
   endif()
