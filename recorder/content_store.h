@@ -25,9 +25,12 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory_resource>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
+
+#include "recorder/side_heap.h"
 
 namespace acc::recorder {
 
@@ -74,17 +77,20 @@ class ContentStore {
   void forget(const c10::StorageImpl* storage);  // holds mu_: marks it aliased
   void sweep();                             // holds mu_
 
-  using Storages = std::unordered_map<const c10::StorageImpl*, StorageEntry>;
-  using Contents = std::unordered_map<const c10::TensorImpl*, std::vector<Pending>>;
+  using Storages = std::pmr::unordered_map<const c10::StorageImpl*, StorageEntry>;
+  using Contents = std::pmr::unordered_map<const c10::TensorImpl*, std::pmr::vector<Pending>>;
   Storages::iterator addStorage(const at::Tensor& t, const void* counter);  // holds mu_
   Contents::iterator addContents(const c10::TensorImpl* impl);               // holds mu_
   Storages::iterator dropStorage(Storages::iterator it);                     // holds mu_
   Contents::iterator dropContents(Contents::iterator it);                    // holds mu_
 
   mutable std::mutex mu_;
-  Storages storages_;
+  // The maps' nodes and buffers live across steps: out of the program's
+  // heap (side_heap.h). Declared first, destroyed last.
+  SideHeap heap_;
+  Storages storages_{heap_.resource()};
   // Contents by TensorImpl: those of its latest published version.
-  Contents contents_;
+  Contents contents_{heap_.resource()};
   // Entries of dead tensors and storages, emptied, for new ones: most
   // tensors a step makes die within it, and their entries would otherwise
   // cost three allocations per tensor recorded.
