@@ -10,9 +10,9 @@ constexpr size_t kMaxLinks = 1 << 20;
 
 }  // namespace
 
-std::vector<uint64_t> BackwardLinks::claim(uint64_t thread, uint64_t begin, uint64_t end,
-                                           const std::shared_ptr<ForwardOp>& op) {
-  std::vector<uint64_t> claimed;
+BackwardLinks::Claimed BackwardLinks::claim(uint64_t thread, uint64_t begin, uint64_t end,
+                                            const std::shared_ptr<ForwardOp>& op) {
+  Claimed claimed;
   std::lock_guard<std::mutex> lock(mutex_);
   for (uint64_t seq = begin; seq < end; ++seq) {
     if (links_.emplace(std::make_pair(thread, seq), Found{op, false}).second) claimed.push_back(seq);

@@ -8,10 +8,15 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <memory_resource>
 #include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <c10/util/SmallVector.h>
+
+#include "recorder/side_heap.h"
 
 namespace acc::recorder {
 
@@ -30,8 +35,9 @@ class BackwardLinks {
   // Links the sequence numbers [begin, end) of `thread` to `op` and returns
   // those it claimed, in ascending order: numbers an inner (nested) op
   // linked first stay its.
-  std::vector<uint64_t> claim(uint64_t thread, uint64_t begin, uint64_t end,
-                              const std::shared_ptr<ForwardOp>& op);
+  // (Most ops make one node or none: the list is on the stack.)
+  using Claimed = c10::SmallVector<uint64_t, 4>;
+  Claimed claim(uint64_t thread, uint64_t begin, uint64_t end, const std::shared_ptr<ForwardOp>& op);
   // Notes that the node with this number carries acc's post hook, which
   // reports the gradients the node produces.
   void markHooked(uint64_t thread, uint64_t seq);
@@ -47,7 +53,11 @@ class BackwardLinks {
 
  private:
   mutable std::mutex mutex_;
-  std::map<std::pair<uint64_t, uint64_t>, Found> links_;
+  // A node per forward op that made autograd nodes, taken in the forward
+  // pass and let go in the backward: from pages of their own (side_heap.h),
+  // not malloc, among the step's activations.
+  SideHeap heap_;
+  std::pmr::map<std::pair<uint64_t, uint64_t>, Found> links_{heap_.resource()};
   uint64_t evicted_ = 0;
 };
 

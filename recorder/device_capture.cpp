@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "recorder/fused_stats.h"
+#include "recorder/record_pool.h"
 #include "recorder/tensor_stats.h"
 
 namespace acc::recorder {
@@ -58,7 +59,11 @@ class InFlightOp final : public InFlightRecord {
     }
   }
 
-  std::string encode() override {
+  // Its record goes back to the op threads' pools (record_pool.h), buffers
+  // and all: device records end on the writer thread.
+  ~InFlightOp() override { record_pool::recycle(std::move(op_)); }
+
+  void encodeInto(std::string& out) override {
     for (DeviceValues& v : op_->device_values) {
       format::Tensor& t = op_->tensors[v.tensor];
       if (v.stats.defined()) {
@@ -79,10 +84,8 @@ class InFlightOp final : public InFlightRecord {
       }
     }
     op_->device_values.clear();
-    std::string out;
     format::encode(*op_, out);
     format::appendData(*op_, out);
-    return out;
   }
 
   uint64_t heldBytes() const override { return held_; }

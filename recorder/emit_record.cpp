@@ -14,9 +14,13 @@ void emitRecord(Session& s, std::unique_ptr<CapturedOp> record) {
   // Later records may refer to its contents only once it is in the queue,
   // ahead of them (a dropped record defines nothing).
   if (record->inFlight()) {
-    // Device values are still being copied: the writer completes it.
-    std::vector<ContentStore::Pending> contents = std::move(record->contents);
+    // Device values are still being copied: the writer completes it. Its
+    // contents are published from this thread's buffer, swapped with the
+    // record's (both keep their capacity; publish() empties it).
+    thread_local std::vector<ContentStore::Pending> contents;
+    contents.swap(record->contents);
     if (s.emit(inFlight(std::move(record))) && s.contents() != nullptr) s.contents()->publish(contents);
+    contents.clear();
     return;
   }
   std::unique_ptr<QueuedRecord> item = s.blankRecord();

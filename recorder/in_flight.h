@@ -16,8 +16,9 @@ class InFlightRecord {
   // Whether every value has arrived; never blocks. May throw (a device
   // error), and then the record is counted as lost.
   virtual bool arrived() = 0;
-  // After arrived(): the record's bytes, format::encode() then appendData().
-  virtual std::string encode() = 0;
+  // After arrived(): the record's bytes, format::encode() then appendData(),
+  // appended to `out` (the queue item's own buffer, kept from item to item).
+  virtual void encodeInto(std::string& out) = 0;
   // Host memory it holds (staging buffers), counted against the queue budget.
   virtual uint64_t heldBytes() const = 0;
   // The writer has waited a while for it: start what it still waits for

@@ -284,7 +284,7 @@ class GradOutHook : public compat::PostHook {
 // Hooks the autograd nodes an op created (reachable from its outputs and
 // numbered inside the op's claimed range).
 void hookNodes(Session& s, const std::vector<c10::IValue>& outputs, uint64_t thread,
-               const std::vector<uint64_t>& claimed) {
+               const BackwardLinks::Claimed& claimed) {
   std::vector<torch::autograd::Node*> todo;
   for (const c10::IValue& v : outputs) {
     if (v.isTensor() && v.toTensor().defined() && v.toTensor().grad_fn()) {

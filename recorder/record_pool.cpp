@@ -1,5 +1,7 @@
 #include "recorder/record_pool.h"
 
+#include <atomic>
+#include <mutex>
 #include <new>
 #include <string>
 #include <utility>
@@ -28,6 +30,27 @@ struct Pool {
 // (thread exit), when what is handed back is freed. A plain pointer, so
 // that the per-op path reads one thread-local variable without the
 // initialisation check a thread_local object costs at every access.
+// Records end on another thread than the one that took them where the
+// writer completes them (device records, encoded once their values have
+// arrived): that thread's pool fills while the op thread's stays empty and
+// allocates. A thread whose pool is full leaves half of it here, and a
+// thread whose pool is empty takes from here, a batch per lock.
+struct Depot {
+  std::mutex mu;
+  std::vector<std::unique_ptr<CapturedOp>> records;
+  std::vector<format::Tensor> tensors;
+  std::atomic<size_t> record_count{0}, tensor_count{0};
+};
+constexpr size_t kDepotRecords = 512;
+constexpr size_t kDepotTensors = 4096;
+constexpr size_t kDepotBatch = 16;  // records per lock; tensors 4 times as many
+
+// Never destroyed: threads may hand back records while the process exits.
+Depot& depot() {
+  static Depot* d = new Depot;
+  return *d;
+}
+
 thread_local Pool* t_pool = nullptr;
 thread_local bool t_gone = false;
 
@@ -112,10 +135,44 @@ void clearRecord(CapturedOp& r, std::vector<format::Tensor>& shells) {
   r.has_autocast = false;
 }
 
+// Moves up to `n` elements from the back of `from` to the back of `to`.
+template <typename T>
+void moveBack(std::vector<T>& from, std::vector<T>& to, size_t n) {
+  n = std::min(n, from.size());
+  for (size_t i = 0; i < n; ++i) {
+    to.push_back(std::move(from.back()));
+    from.pop_back();
+  }
+}
+
+// Half of a full pool goes to the depot, as far as it has room.
+void spill(Pool& p) {
+  Depot& d = depot();
+  std::lock_guard<std::mutex> lock(d.mu);
+  moveBack(p.records, d.records, std::min(p.records.size() / 2, kDepotRecords - std::min(kDepotRecords, d.records.size())));
+  moveBack(p.tensors, d.tensors, std::min(p.tensors.size() / 2, kDepotTensors - std::min(kDepotTensors, d.tensors.size())));
+  d.record_count.store(d.records.size(), std::memory_order_relaxed);
+  d.tensor_count.store(d.tensors.size(), std::memory_order_relaxed);
+}
+
+// An empty pool takes a batch from the depot, where it has one.
+void refill(Pool& p) {
+  Depot& d = depot();
+  if (d.record_count.load(std::memory_order_relaxed) == 0 && d.tensor_count.load(std::memory_order_relaxed) == 0) {
+    return;
+  }
+  std::lock_guard<std::mutex> lock(d.mu);
+  if (p.records.empty()) moveBack(d.records, p.records, kDepotBatch);
+  if (p.tensors.empty()) moveBack(d.tensors, p.tensors, 4 * kDepotBatch);
+  d.record_count.store(d.records.size(), std::memory_order_relaxed);
+  d.tensor_count.store(d.tensors.size(), std::memory_order_relaxed);
+}
+
 }  // namespace
 
 std::unique_ptr<CapturedOp> take() {
   Pool* p = pool();
+  if (p != nullptr && p->records.empty()) refill(*p);
   if (p != nullptr && !p->records.empty()) {
     std::unique_ptr<CapturedOp> r = std::move(p->records.back());
     p->records.pop_back();
@@ -126,13 +183,16 @@ std::unique_ptr<CapturedOp> take() {
 
 void recycle(std::unique_ptr<CapturedOp> record) {
   Pool* p = pool();
-  if (!record || p == nullptr || p->records.size() >= kMaxRecords) return;
+  if (!record || p == nullptr) return;
+  if (p->records.size() >= kMaxRecords || p->tensors.size() >= kMaxTensors) spill(*p);
+  if (p->records.size() >= kMaxRecords) return;
   clearRecord(*record, p->tensors);
   p->records.push_back(std::move(record));
 }
 
 format::Tensor& appendTensor(CapturedOp& record) {
   Pool* p = pool();
+  if (p != nullptr && p->tensors.empty()) refill(*p);
   if (p != nullptr && !p->tensors.empty()) {
     record.tensors.push_back(std::move(p->tensors.back()));
     p->tensors.pop_back();

@@ -18,8 +18,10 @@ namespace acc::recorder::record_pool {
 std::unique_ptr<CapturedOp> take();
 
 // Hands back a record that has been encoded: its buffers serve a later op
-// of the calling thread. Anything the record still owns (device values,
-// held tensors) is released now.
+// of the calling thread, or, where that thread only hands back (the writer,
+// which completes device records), of another thread, through a shared
+// depot. Anything the record still owns (device values, held tensors) is
+// released now.
 void recycle(std::unique_ptr<CapturedOp> record);
 
 // Appends an empty tensor to `record`, with the shape and stride buffers

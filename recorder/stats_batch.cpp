@@ -230,8 +230,9 @@ void StatsBatch::flushIfOpen(const StatsFlight* flight) {
 void StatsBatch::launchLocked() {
   if (!open_) return;
   std::shared_ptr<StatsFlight> flight = std::move(open_);
-  std::vector<Waiting> waiting = std::move(waiting_);
-  waiting_.clear();
+  std::vector<Waiting> waiting;
+  waiting.swap(waiting_);
+  waiting_.swap(spare_waiting_);  // empty, with the capacity of an earlier batch
   storages_.clear();
   size_.store(0, std::memory_order_relaxed);
   bytes_since_check_ = 0;
@@ -285,6 +286,8 @@ void StatsBatch::launchLocked() {
   }
   ++counts_.batches;
   flight->launched_.store(true, std::memory_order_release);
+  waiting.clear();  // lets go of the tensors, as the batch's end did before
+  spare_waiting_.swap(waiting);
 }
 
 StatsBatchCounts StatsBatch::counts() const {

@@ -34,12 +34,14 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <memory_resource>
 #include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "format/record.h"
+#include "recorder/side_heap.h"
 #include "recorder/stats_kernels.h"
 
 namespace acc::recorder {
@@ -133,7 +135,12 @@ class StatsBatch {
   mutable std::mutex mutex_;
   std::shared_ptr<StatsFlight> open_;
   std::vector<Waiting> waiting_;
-  std::unordered_map<const void*, uint32_t> storages_;  // storage -> waiting tensors on it
+  std::vector<Waiting> spare_waiting_;  // the last batch's, emptied: its buffer for the next
+  // Storage -> waiting tensors on it: a node per tensor, from a pool of its
+  // own rather than malloc per tensor (about a tenth of level 1's
+  // allocations on a device).
+  SideHeap heap_;
+  std::pmr::unordered_map<const void*, uint32_t> storages_{heap_.resource()};
   std::atomic<size_t> size_{0};  // waiting_.size(), read without the lock
   uint64_t bytes_since_check_ = 0;
   uint64_t waiting_bytes_ = 0;   // of the waiting tensors, held or not

@@ -130,8 +130,15 @@ void captureValue(const c10::IValue& value, format::Role role, uint32_t position
     ContentStore::Content content;
     if (values && capture.contents != nullptr) content = capture.contents->identify(t, record.contents);
     // Statistics read in place need no guard; level 2 then copies the same
-    // contiguous memory (t.contiguous() is t itself).
-    if (values && !content.ref && !capture.guard.held() && !statsReadInPlace(t)) capture.guard.need();
+    // contiguous memory (t.contiguous() is t itself). A device tensor that
+    // only joins a batch runs no op either (a batch it fills takes its own
+    // guard; a filled output's constantStats runs one): on torch 1.13 and
+    // 2.x each guard copies and rebuilds the thread's callback list twice,
+    // about a microsecond per record.
+    const bool only_batched = capture.batch != nullptr && level < 2 && !t.device().is_cpu() && !capture.constant;
+    if (values && !content.ref && !capture.guard.held() && !statsReadInPlace(t) && !only_batched) {
+      capture.guard.need();
+    }
     // A content an earlier record (or tensor) holds: metadata and its id.
     format::Tensor& out = record_pool::appendTensor(record);
     captureTensorInto(out, t, role, position, item, content.ref ? 0 : level);

@@ -121,7 +121,8 @@ bool Writer::settle(QueuedRecord& item, bool stopping) {
   bool lost = false;
   try {
     if (item.in_flight->arrived()) {
-      item.bytes = item.in_flight->encode();
+      item.bytes.clear();
+      item.in_flight->encodeInto(item.bytes);
     } else if (stopping && std::chrono::steady_clock::now() - stop_seen_ > kStopWait) {
       lost = true;
     } else {

@@ -8,6 +8,7 @@
 #include <new>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "format/record.h"
 #include "recorder/record_pool.h"
@@ -142,6 +143,52 @@ TEST(RecordPool, ThreadsHandBackToTheirOwnPools) {
   });
   other.join();  // its pool is freed at its exit (the leak checkers would say otherwise)
   EXPECT_EQ(encoded(*record_pool::take()), encoded(CapturedOp()));
+}
+
+// Device records are taken on an op thread and end on the writer's, which
+// encodes them once their values arrive: the writer's pool would fill while
+// the op thread's stayed empty and allocated every record. What a thread
+// cannot keep goes to a shared depot that the op thread takes from.
+TEST(RecordPool, RecordsEndingOnTheWriterServeTheOpThreadAgain) {
+  constexpr int kInFlight = 48;  // more than a thread's own pool keeps
+  std::vector<std::unique_ptr<CapturedOp>> batch;
+  batch.reserve(kInFlight);
+  std::atomic<int> phase{0};  // 1: the writer recycles the batch; 2: it did; 3: it stops
+  std::thread writer([&] {
+    for (;;) {
+      const int p = phase.load();
+      if (p == 3) return;
+      if (p == 1) {
+        for (std::unique_ptr<CapturedOp>& r : batch) record_pool::recycle(std::move(r));
+        batch.clear();
+        phase.store(2);
+      }
+      std::this_thread::yield();
+    }
+  });
+  const std::string name = "aten::some_long_operator_name.1.fwd";
+  uint64_t warm_allocations = 0;
+  for (int round = 0; round < 12; ++round) {
+    const uint64_t before = g_allocations.load();
+    for (int i = 0; i < kInFlight; ++i) {
+      std::unique_ptr<CapturedOp> r = record_pool::take();
+      r->name.assign(name);
+      r->op.assign("aten::some_long_operator_name");
+      for (int k = 0; k < 2; ++k) {
+        format::Tensor& t = record_pool::appendTensor(*r);
+        const int64_t shape[] = {2, 3, 4, 5, 6, 7};
+        t.shape.assign(std::begin(shape), std::end(shape));
+      }
+      batch.push_back(std::move(r));
+    }
+    if (round >= 6) warm_allocations += g_allocations.load() - before;  // the writer is idle here
+    phase.store(1);
+    while (phase.load() != 2) std::this_thread::yield();
+    phase.store(0);
+  }
+  phase.store(3);
+  writer.join();
+  EXPECT_EQ(warm_allocations, 0u);
 }
 
 }  // namespace

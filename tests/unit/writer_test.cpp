@@ -365,7 +365,7 @@ class SlowRecord final : public InFlightRecord {
     if (fail_) throw std::runtime_error("device lost");
     return --polls_ < 0;
   }
-  std::string encode() override { return encodedOp(index_, 100); }
+  void encodeInto(std::string& out) override { out += encodedOp(index_, 100); }
   uint64_t heldBytes() const override { return 100; }
 
  private:
