@@ -17,7 +17,9 @@ void emitRecord(Session& s, std::unique_ptr<CapturedOp> record) {
     // Device values are still being copied: the writer completes it. Its
     // contents are published from this thread's buffer, swapped with the
     // record's (both keep their capacity; publish() empties it).
-    thread_local std::vector<ContentStore::Pending> contents;
+    std::vector<ContentStore::Pending> alone;  // the thread's pool is gone (exit)
+    std::vector<ContentStore::Pending>* buffer = record_pool::contentsBuffer();
+    std::vector<ContentStore::Pending>& contents = buffer != nullptr ? *buffer : alone;
     contents.swap(record->contents);
     if (s.emit(inFlight(std::move(record))) && s.contents() != nullptr) s.contents()->publish(contents);
     contents.clear();

@@ -22,14 +22,11 @@ struct Pool {
   std::vector<format::Tensor> tensors;  // cleared, buffers kept
   size_t block_size = 0;                // the one size blocks are kept for
   std::vector<void*> blocks;
+  std::vector<ContentStore::Pending> contents;  // contentsBuffer()
 
   ~Pool();
 };
 
-// This thread's pool: null before its first use and after its destruction
-// (thread exit), when what is handed back is freed. A plain pointer, so
-// that the per-op path reads one thread-local variable without the
-// initialisation check a thread_local object costs at every access.
 // Records end on another thread than the one that took them where the
 // writer completes them (device records, encoded once their values have
 // arrived): that thread's pool fills while the op thread's stays empty and
@@ -51,6 +48,10 @@ Depot& depot() {
   return *d;
 }
 
+// This thread's pool: null before its first use and after its destruction
+// (thread exit), when what is handed back is freed. A plain pointer, so
+// that the per-op path reads one thread-local variable without the
+// initialisation check a thread_local object costs at every access.
 thread_local Pool* t_pool = nullptr;
 thread_local bool t_gone = false;
 
@@ -145,12 +146,18 @@ void moveBack(std::vector<T>& from, std::vector<T>& to, size_t n) {
   }
 }
 
+// Half of `from` goes to `to`, as far as `to` stays within `cap`.
+template <typename T>
+void spillHalf(std::vector<T>& from, std::vector<T>& to, size_t cap) {
+  moveBack(from, to, std::min(from.size() / 2, cap - std::min(cap, to.size())));
+}
+
 // Half of a full pool goes to the depot, as far as it has room.
 void spill(Pool& p) {
   Depot& d = depot();
   std::lock_guard<std::mutex> lock(d.mu);
-  moveBack(p.records, d.records, std::min(p.records.size() / 2, kDepotRecords - std::min(kDepotRecords, d.records.size())));
-  moveBack(p.tensors, d.tensors, std::min(p.tensors.size() / 2, kDepotTensors - std::min(kDepotTensors, d.tensors.size())));
+  spillHalf(p.records, d.records, kDepotRecords);
+  spillHalf(p.tensors, d.tensors, kDepotTensors);
   d.record_count.store(d.records.size(), std::memory_order_relaxed);
   d.tensor_count.store(d.tensors.size(), std::memory_order_relaxed);
 }
@@ -188,6 +195,11 @@ void recycle(std::unique_ptr<CapturedOp> record) {
   if (p->records.size() >= kMaxRecords) return;
   clearRecord(*record, p->tensors);
   p->records.push_back(std::move(record));
+}
+
+std::vector<ContentStore::Pending>* contentsBuffer() {
+  Pool* p = pool();
+  return p != nullptr ? &p->contents : nullptr;
 }
 
 format::Tensor& appendTensor(CapturedOp& record) {

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <vector>
 
 #include "format/record.h"
 #include "recorder/captured_op.h"
@@ -23,6 +24,11 @@ std::unique_ptr<CapturedOp> take();
 // depot. Anything the record still owns (device values, held tensors) is
 // released now.
 void recycle(std::unique_ptr<CapturedOp> record);
+
+// This thread's buffer for a record's content definitions while they are
+// published after the record itself went to the writer (device records):
+// kept from record to record. Null once the thread's pool is gone.
+std::vector<ContentStore::Pending>* contentsBuffer();
 
 // Appends an empty tensor to `record`, with the shape and stride buffers
 // of a recycled one where there is one.

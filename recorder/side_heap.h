@@ -25,7 +25,7 @@ class PageResource final : public std::pmr::memory_resource {
 };
 
 // A pool of small blocks over PageResource. Not thread-safe: its owner
-// serialises use (the content store under its mutex).
+// serialises use (each owner above under its own mutex).
 class SideHeap {
  public:
   SideHeap() : pool_(&pages_) {}

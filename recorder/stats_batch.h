@@ -33,8 +33,8 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <memory_resource>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -136,9 +136,8 @@ class StatsBatch {
   std::shared_ptr<StatsFlight> open_;
   std::vector<Waiting> waiting_;
   std::vector<Waiting> spare_waiting_;  // the last batch's, emptied: its buffer for the next
-  // Storage -> waiting tensors on it: a node per tensor, from a pool of its
-  // own rather than malloc per tensor (about a tenth of level 1's
-  // allocations on a device).
+  // Storage -> waiting tensors on it: a node per waiting storage, from a
+  // pool of its own rather than malloc.
   SideHeap heap_;
   std::pmr::unordered_map<const void*, uint32_t> storages_{heap_.resource()};
   std::atomic<size_t> size_{0};  // waiting_.size(), read without the lock
