@@ -41,6 +41,7 @@ uint64_t ContentTable::resolve(format::OpRecord& r) {
       c.data_in_stream = t.data_in_stream;
       c.data_offset = t.data_offset;
       c.data_size = t.has_data ? t.data_size : 0;
+      c.delta_base = t.has_data ? t.delta_base : 0;
       define(c);
       continue;
     }
@@ -59,8 +60,16 @@ uint64_t ContentTable::resolve(format::OpRecord& r) {
     t.data_in_stream = t.has_data && c.data_in_stream;
     t.data_offset = t.has_data ? c.data_offset : 0;
     t.data_size = t.has_data ? c.data_size : 0;
+    t.delta_base = t.has_data ? c.delta_base : 0;
   }
   return unknown;
+}
+
+bool ContentTable::dataPlace(uint64_t id, DataPlace& out) {
+  Content c;
+  if (!find(id, c) || !c.has_data || !c.data_in_stream) return false;
+  out = {c.data_offset, c.data_size, c.delta_base};
+  return true;
 }
 
 void ContentTable::define(const Content& c) {

@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "analyzer/recent_values.h"
 #include "format/record.h"
 
 namespace acc::analyzer {
@@ -37,6 +38,17 @@ class ContentTable {
   // keep their metadata only.
   uint64_t resolve(format::OpRecord& r);
 
+  // Where a content's bytes lie in the data stream, and the content they
+  // are XOR'ed with (0: none; format v8). False when the content is
+  // unknown or has no bytes in the stream.
+  struct DataPlace {
+    uint64_t offset = 0, size = 0, delta_base = 0;
+  };
+  bool dataPlace(uint64_t id, DataPlace& out);
+
+  // The values of contents restored from deltas lately (format v8).
+  RecentValues& recentValues() { return values_; }
+
   // Contents written to the file so far (tests).
   uint64_t spilled() const { return spilled_; }
 
@@ -45,6 +57,7 @@ class ContentTable {
     uint64_t id = 0;  // 0: an empty slot
     format::Stats stats;
     uint64_t data_offset = 0, data_size = 0;
+    uint64_t delta_base = 0;
     bool has_stats = false, has_data = false, data_in_stream = false;
   };
   struct Free {
@@ -62,6 +75,7 @@ class ContentTable {
   uint64_t written_end_ = 0;                 // one past the last id written
   uint64_t spilled_ = 0;
   std::unordered_map<uint64_t, Content> overflow_;
+  RecentValues values_;
 };
 
 }  // namespace acc::analyzer

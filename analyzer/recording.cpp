@@ -1,5 +1,7 @@
 #include "analyzer/recording.h"
 
+#include <cstring>
+
 #include "analyzer/json_fields.h"
 
 #include "analyzer/msprobe/dump_dir.h"
@@ -84,6 +86,80 @@ std::vector<char> inflateOnThisThread(int fd, const std::vector<format::Deferred
   return failed;
 }
 
+namespace {
+
+// A chain of deltas no recorder writes (it keeps them short): a damaged or
+// hostile file, read no further.
+constexpr int kMaxDeltaChain = 64;
+
+void xorInto(char* out, const char* in, size_t size) {
+  size_t i = 0;
+  for (; i + 8 <= size; i += 8) {
+    uint64_t a, b;
+    std::memcpy(&a, out + i, 8);
+    std::memcpy(&b, in + i, 8);
+    a ^= b;
+    std::memcpy(out + i, &a, 8);
+  }
+  for (; i < size; ++i) out[i] ^= in[i];
+}
+
+// Format v8: gives the tensors whose bytes were recorded XOR'ed with an
+// earlier content (delta_base) their values back. The values of the base
+// are most often in the same record (the input an in-place op overwrote,
+// loaded just before) or among those restored lately (the op before it in
+// the chain); otherwise the base's stored bytes, and its own base's, are
+// read from the stream behind us. A tensor whose base cannot be read loses
+// its data.
+void undoDeltas(format::OpRecord& r, const std::vector<char>& bad, format::FrameReader& file, ContentTable& contents,
+                ReadDamage& damage) {
+  RecentValues& recent = contents.recentValues();
+  std::string chain;  // one link's stored bytes
+  for (size_t k = 0; k < r.tensors.size(); ++k) {
+    format::Tensor& t = r.tensors[k];
+    if (t.delta_base == 0 || !t.has_data || !t.data_in_stream || bad[k]) continue;
+    const size_t size = t.data.size();
+    bool ok = false;
+    if (const std::string* known = recent.find(t.content); known != nullptr && known->size() == size) {
+      t.data = *known;  // a reference to a content restored lately
+      ok = true;
+    }
+    for (size_t j = 0; j < k && !ok; ++j) {
+      const format::Tensor& base = r.tensors[j];
+      if (base.content == t.delta_base && base.has_data && !bad[j] && base.data.size() == size) {
+        xorInto(t.data.data(), base.data.data(), size);
+        ok = true;
+      }
+    }
+    uint64_t link = t.delta_base;
+    for (int depth = 0; !ok && depth < kMaxDeltaChain; ++depth) {
+      if (const std::string* known = recent.find(link); known != nullptr && known->size() == size) {
+        xorInto(t.data.data(), known->data(), size);
+        ok = true;
+        break;
+      }
+      ContentTable::DataPlace place;
+      if (!contents.dataPlace(link, place) || place.size != size) break;
+      chain.resize(place.size);
+      if (place.size != 0 && !file.readData(place.offset, place.size, chain.data())) break;
+      xorInto(t.data.data(), chain.data(), chain.size());
+      ok = place.delta_base == 0;
+      link = place.delta_base;
+    }
+    t.delta_base = 0;
+    if (ok) {
+      recent.put(t.content, t.data);
+      continue;
+    }
+    t.has_data = false;  // compared on its statistics
+    t.data.clear();
+    t.data.shrink_to_fit();
+    ++damage.missing_data;
+  }
+}
+
+}  // namespace
+
 format::OpRecord RawRecord::decodeOp(bool with_data, const FrameInflater& inflate) const {
   format::OpRecord r = format::decodeOp(body, with_data, data_offset_);
   const uint64_t unknown = contents_.resolve(r);
@@ -118,19 +194,27 @@ format::OpRecord RawRecord::decodeOp(bool with_data, const FrameInflater& inflat
     t.data.shrink_to_fit();
     ++damage_.missing_data;
   }
+  undoDeltas(r, bad, file_, contents_, damage_);
   return r;
 }
 
 void RawRecord::loadData(format::OpRecord& earlier) const {
-  for (format::Tensor& t : earlier.tensors) {
-    if (!t.has_data || !t.data_in_stream || !t.data.empty()) continue;
+  std::vector<char> bad(earlier.tensors.size(), 0);
+  for (size_t k = 0; k < earlier.tensors.size(); ++k) {
+    format::Tensor& t = earlier.tensors[k];
+    if (!t.has_data || !t.data_in_stream || !t.data.empty()) {
+      bad[k] = t.delta_base != 0;  // its bytes, if any, are not this load's
+      continue;
+    }
     t.data.resize(t.data_size);
     if (t.data_size != 0 && !file_.readData(t.data_offset, t.data_size, t.data.data())) {
       t.has_data = false;
       t.data.clear();
       ++damage_.missing_data;
+      bad[k] = 1;
     }
   }
+  undoDeltas(earlier, bad, file_, contents_, damage_);
 }
 
 ReadDamage forEachRecord(const std::string& file, const std::function<void(const RawRecord&)>& visit) {

@@ -28,10 +28,12 @@ const DtypeInfo& info(Dtype d) {
 // kDataInStream and writes only their size, and kUninitialized; v4 adds
 // kContent (a content id follows the flags) and kContentRef (with kContent:
 // neither statistics nor data size follow, kHasStats and kHasData say what
-// the content holds).
+// the content holds); v8 adds kDeltaBase (with kContent and data in the
+// stream: the id of the content the bytes are XOR'ed with follows the id).
 constexpr uint8_t kHasStats = 1, kHasData = 2, kDataInStream = 4, kUninitialized = 8, kContent = 16,
-                  kContentRef = 32;
-constexpr uint8_t kKnownFlags = kHasStats | kHasData | kDataInStream | kUninitialized | kContent | kContentRef;
+                  kContentRef = 32, kDeltaBase = 64;
+constexpr uint8_t kKnownFlags =
+    kHasStats | kHasData | kDataInStream | kUninitialized | kContent | kContentRef | kDeltaBase;
 
 // v3: an op record may end with a tail: flags saying which fields follow.
 constexpr uint64_t kTailOverload = 1;
@@ -50,10 +52,12 @@ void encodeTensor(const Tensor& t, ByteWriter& w) {
   w.varint(t.strides.size());
   for (int64_t s : t.strides) w.zigzag(s);
   const bool ref = t.content != 0 && t.content_ref;
+  const bool delta = t.content != 0 && !ref && t.has_data && t.delta_base != 0;
   w.u8(static_cast<uint8_t>((t.has_stats ? kHasStats : 0) | (t.has_data ? kHasData | kDataInStream : 0) |
                             (t.uninitialized ? kUninitialized : 0) | (t.content != 0 ? kContent : 0) |
-                            (ref ? kContentRef : 0)));
+                            (ref ? kContentRef : 0) | (delta ? kDeltaBase : 0)));
   if (t.content != 0) w.varint(t.content);
+  if (delta) w.varint(t.delta_base);
   if (ref) return;
   if (t.has_stats) encodeStats(t.stats, w);
   if (t.has_data) w.varint(t.data.size());
@@ -82,6 +86,14 @@ Tensor decodeTensor(ByteReader& r, bool with_data, uint64_t& data_offset) {
   if (flags & kContent) {
     t.content = r.varint();
     if (t.content == 0) throw FormatError("tensor content id 0");
+  }
+  if (flags & kDeltaBase) {
+    if ((flags & (kContent | kContentRef | kHasData | kDataInStream)) != (kContent | kHasData | kDataInStream)) {
+      throw FormatError("delta base without a content of its own in the data stream");
+    }
+    t.delta_base = r.varint();
+    // Contents are numbered in order: a base is always an earlier one (no cycles).
+    if (t.delta_base == 0 || t.delta_base >= t.content) throw FormatError("delta base is not an earlier content");
   }
   if (flags & kContentRef) {
     if (!(flags & kContent)) throw FormatError("content reference without a content id");

@@ -10,7 +10,7 @@ namespace acc::format {
 
 // Bumped whenever the encoding of a record changes; readers refuse newer ones
 // and still read every older one (docs/FORMAT.md, "Version history").
-constexpr uint16_t kFormatVersion = 7;
+constexpr uint16_t kFormatVersion = 8;
 
 enum class Dtype : uint8_t {
   Unknown = 0, Bool, UInt8, Int8, Int16, Int32, Int64,
@@ -64,6 +64,13 @@ struct Tensor {
   // resolves them (analyzer/content_table.h) from the earlier one.
   uint64_t content = 0;
   bool content_ref = false;
+  // v8: the recorded bytes are this tensor's XOR those of content
+  // `delta_base` (the value an in-place op overwrote): parameters and
+  // optimizer state change little per update, so their XOR is mostly zero
+  // bytes that compress away. 0: the bytes are the values themselves.
+  // Readers undo it while loading the bytes (analyzer/recording.h); a
+  // reference carries its content's base once resolved.
+  uint64_t delta_base = 0;
 
   uint64_t numel() const;
 };

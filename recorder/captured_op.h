@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "format/record.h"
@@ -37,6 +38,17 @@ struct WatchHold {
   std::vector<StatsTicket> overwritten_stats;  // 1 per device entry, in order
 };
 
+// Level 2, CPU: what an input that the op writes held at the op's start.
+// Its output on the same tensor is recorded as the XOR of the two (format
+// v8, `delta_base`): an in-place update changes few of each value's bits.
+struct DeltaBase {
+  const c10::TensorImpl* impl = nullptr;  // compared only: the op holds the tensor
+  uint64_t content = 0;
+  uint8_t depth = 0;                      // its own content's delta chain
+  size_t tensor = SIZE_MAX;  // its bytes are this input's `data` (defined by this record)
+  std::string bytes;         // else a copy (it was a reference to an earlier record's)
+};
+
 struct CapturedOp : format::OpRecord {
   std::vector<DeviceValues> device_values;
   std::vector<c10::Device> unmarked;  // devices with copies that no event follows yet
@@ -44,6 +56,7 @@ struct CapturedOp : format::OpRecord {
   // Contents this record defines: referable once it is queued.
   std::vector<ContentStore::Pending> contents;
   std::unique_ptr<WatchHold> watch;  // ACC_WATCH only
+  std::vector<DeltaBase> delta_bases;  // between an op's start and its outputs' capture
 
   bool inFlight() const { return !device_values.empty(); }
 };

@@ -172,10 +172,12 @@ ContentStore::Content ContentStore::identify(const at::Tensor& t, std::vector<Pe
   const void* data = firstElement(t);
   const bool cpu = t.device().is_cpu();
   uint64_t id = 0, sample = 0;
+  uint8_t depth = 0;
   for (const Pending& p : pending) {
     if (sameContent(p, t, version, data)) {
       id = p.id;
       sample = p.sample;
+      depth = p.delta_depth;
     }
   }
   {
@@ -188,6 +190,7 @@ ContentStore::Content ContentStore::identify(const at::Tensor& t, std::vector<Pe
           if (!p.impl.expired() && sameContent(p, t, version, data)) {
             id = p.id;
             sample = p.sample;
+            depth = p.delta_depth;
           }
         }
       }
@@ -196,7 +199,7 @@ ContentStore::Content ContentStore::identify(const at::Tensor& t, std::vector<Pe
   const uint64_t now = cpu ? sampleOf(t) : 0;
   if (id != 0 && now == sample) {
     referenced_.fetch_add(1, std::memory_order_relaxed);
-    return {id, true};
+    return {id, true, depth};
   }
   if (id != 0) {
     // Written behind the version counter's back: forget what was known.
@@ -257,7 +260,8 @@ nlohmann::json ContentStore::countsJson() const {
   return {{"defined", defined_.load()},
           {"referenced", referenced_.load()},
           {"sample_mismatches", sample_mismatches_.load()},
-          {"aliased_storages", aliased_storages_.load()}};
+          {"aliased_storages", aliased_storages_.load()},
+          {"deltas", deltas_.load()}};
 }
 
 }  // namespace acc::recorder

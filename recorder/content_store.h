@@ -48,11 +48,15 @@ class ContentStore {
     c10::DimVector sizes, strides;
     uint64_t sample = 0;  // CPU tensors: checksum of kSamples elements
     uint64_t id = 0;
+    // Its bytes are recorded as a delta on a chain of this many earlier
+    // contents (format v8; 0: as they are). Set by the record defining it.
+    uint8_t delta_depth = 0;
   };
 
   struct Content {
     uint64_t id = 0;   // 0: not deduplicated (no version counter, aliased storage, inside a kernel)
     bool ref = false;  // a queued record, or `pending`, holds it already
+    uint8_t delta_depth = 0;  // a reference: its content's Pending::delta_depth
   };
   // The content of `t`: an earlier one, or a new id remembered in `pending`
   // (the record being captured), whose record must then capture it whole.
@@ -63,6 +67,9 @@ class ContentStore {
   // collective's result, filled in by its backend's thread): never
   // deduplicated again, as a storage with two counters.
   void writtenUnseen(const at::Tensor& t);
+
+  // A content defined in `pending` is recorded as a delta (format v8).
+  void countDelta() { deltas_.fetch_add(1, std::memory_order_relaxed); }
 
   nlohmann::json countsJson() const;  // manifest "contents"
 
@@ -98,7 +105,7 @@ class ContentStore {
   std::vector<Contents::node_type> spare_contents_;
   size_t published_since_sweep_ = 0;
   std::atomic<uint64_t> next_id_{1};
-  std::atomic<uint64_t> defined_{0}, referenced_{0}, sample_mismatches_{0}, aliased_storages_{0};
+  std::atomic<uint64_t> defined_{0}, referenced_{0}, sample_mismatches_{0}, aliased_storages_{0}, deltas_{0};
 };
 
 }  // namespace acc::recorder

@@ -185,7 +185,7 @@ std::optional<double> filledWith(const CapturedOp& r) {
 // written where no version counter sees them). `first_metadata`: argument 0
 // holds no data yet (the buffer a collective fills).
 void captureAll(Session& s, c10::ArrayRef<const c10::IValue> values, Role role, CapturedOp& r, bool dedup = true,
-                bool first_metadata = false) {
+                bool first_metadata = false, const OpWrites* writes = nullptr) {
   // Capture takes the guard (CaptureGuard: acc's own ops unobserved and out
   // of autograd) only for tensors whose values it reads through ops.
   Capture capture;
@@ -200,6 +200,7 @@ void captureAll(Session& s, c10::ArrayRef<const c10::IValue> values, Role role, 
   };
   capture.contents = r.watch || !dedup ? nullptr : s.contents();
   capture.batch = s.statsBatch();
+  if (capture.contents != nullptr && capture.level >= 2) capture.writes = writes;
   if (role == Role::Output) capture.constant = filledWith(r);
   if (role == Role::Output && outputsUninitialized(r.op)) {
     capture.uninitialized = [](const at::Tensor&) { return true; };
@@ -397,7 +398,11 @@ void startForward(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
   }
   // Inputs are read now, before an in-place op overwrites them.
   c10::ArrayRef<const c10::IValue> inputs = fn.inputs();
-  if (s.config().inputs) captureAll(s, inputs, Role::Input, *ctx.record, true, ctx.collective && fillsArgument0(op));
+  if (s.config().inputs) {
+    // Level 2: what the arguments an op writes hold now, for its outputs' deltas.
+    const OpWrites* writes = s.config().level >= 2 && s.contents() != nullptr && !ctx.collective ? &opWrites(fn) : nullptr;
+    captureAll(s, inputs, Role::Input, *ctx.record, true, ctx.collective && fillsArgument0(op), writes);
+  }
   if (ctx.collective && !inputs.empty()) ctx.filled = inputs[0];
   if (Watch* watch = s.watch()) watch->noteOverwrittenInputs(*ctx.record);
 }
@@ -470,6 +475,7 @@ void endForward(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
     const std::vector<c10::IValue>& outputs = fn.outputs();
     captureAll(s, c10::ArrayRef<const c10::IValue>(outputs.data(), outputs.size()), Role::Output, *ctx.record);
   }
+  ctx.record->delta_bases.clear();  // their copies are not the writer's to hold
   ctx.record->end_ns = nowNs();
   finishRecord(s, std::move(ctx.record));
 }

@@ -76,7 +76,7 @@ Pool* pool() {
 // ABI).
 void clearTensor(format::Tensor& t) {
 #if defined(__GLIBCXX__) && __SIZEOF_POINTER__ == 8 && _GLIBCXX_USE_CXX11_ABI
-  static_assert(sizeof(format::Tensor) == 240, "format::Tensor changed: reset its new fields in clearTensor");
+  static_assert(sizeof(format::Tensor) == 248, "format::Tensor changed: reset its new fields in clearTensor");
 #endif
   t.role = format::Role::Input;
   t.position = 0;
@@ -99,6 +99,7 @@ void clearTensor(format::Tensor& t) {
   }
   t.content = 0;
   t.content_ref = false;
+  t.delta_base = 0;
 }
 
 // `r` emptied as a default CapturedOp, keeping its buffers (field by field,
@@ -119,6 +120,7 @@ void clearRecord(CapturedOp& r, std::vector<format::Tensor>& shells) {
   r.events.clear();
   r.contents.clear();
   r.watch.reset();
+  r.delta_bases.clear();
   for (std::string* s : {&r.name, &r.op, &r.grad_fn, &r.forward_name, &r.overload, &r.module, &r.autocast}) {
     s->clear();
   }

@@ -15,6 +15,7 @@
 
 #include "format/record.h"
 #include "recorder/captured_op.h"
+#include "recorder/op_writes.h"
 
 namespace acc::recorder {
 
@@ -55,6 +56,10 @@ struct Capture {
   // device tensors' statistics are known without a kernel.
   std::optional<double> constant;
   WatchHold* hold = nullptr;  // ACC_WATCH: each tensor captured is held here too
+  // Inputs, level 2: the arguments the op writes. Their values at the start
+  // are kept so that the outputs on the same tensors are recorded as deltas
+  // (CapturedOp::delta_bases). Null: none kept.
+  const OpWrites* writes = nullptr;
   // Held from the first tensor whose capture calls ops to the end of the batch.
   mutable LazyCaptureGuard guard;
 };

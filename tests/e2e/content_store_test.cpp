@@ -126,6 +126,14 @@ TEST(DeduplicationTest, AdamWChainsAreStoredOnce) {
   const uint64_t whole = p.whole.manifest["counts"]["bytes"].get<uint64_t>();
   const uint64_t dedup = p.deduplicated.manifest["counts"]["bytes"].get<uint64_t>();
   EXPECT_LT(dedup * 10, whole * 8) << dedup << " bytes deduplicated, " << whole << " whole";
+  // AdamW's in-place updates are stored as deltas on what they overwrote
+  // (format v8), and read back above as the values themselves: per step,
+  // each parameter's decay and update at least.
+  const nlohmann::json& contents = p.deduplicated.manifest["contents"];
+  const uint64_t updates = p.deduplicated.named("aten::addcdiv_.").size();
+  EXPECT_GT(updates, 20u);
+  EXPECT_GE(contents["deltas"].get<uint64_t>(), 2 * updates) << contents.dump();
+  EXPECT_EQ(p.whole.manifest["contents"]["deltas"], 0);
 }
 
 // compare reads each pair of contents once: two deduplicated recordings give
