@@ -92,18 +92,6 @@ namespace {
 // hostile file, read no further.
 constexpr int kMaxDeltaChain = 64;
 
-void xorInto(char* out, const char* in, size_t size) {
-  size_t i = 0;
-  for (; i + 8 <= size; i += 8) {
-    uint64_t a, b;
-    std::memcpy(&a, out + i, 8);
-    std::memcpy(&b, in + i, 8);
-    a ^= b;
-    std::memcpy(out + i, &a, 8);
-  }
-  for (; i < size; ++i) out[i] ^= in[i];
-}
-
 // Format v8: gives the tensors whose bytes were recorded XOR'ed with an
 // earlier content (delta_base) their values back. The values of the base
 // are most often in the same record (the input an in-place op overwrote,
@@ -127,14 +115,14 @@ void undoDeltas(format::OpRecord& r, const std::vector<char>& bad, format::Frame
     for (size_t j = 0; j < k && !ok; ++j) {
       const format::Tensor& base = r.tensors[j];
       if (base.content == t.delta_base && base.has_data && !bad[j] && base.data.size() == size) {
-        xorInto(t.data.data(), base.data.data(), size);
+        format::xorBytes(t.data.data(), base.data.data(), size);
         ok = true;
       }
     }
     uint64_t link = t.delta_base;
     for (int depth = 0; !ok && depth < kMaxDeltaChain; ++depth) {
       if (const std::string* known = recent.find(link); known != nullptr && known->size() == size) {
-        xorInto(t.data.data(), known->data(), size);
+        format::xorBytes(t.data.data(), known->data(), size);
         ok = true;
         break;
       }
@@ -142,7 +130,7 @@ void undoDeltas(format::OpRecord& r, const std::vector<char>& bad, format::Frame
       if (!contents.dataPlace(link, place) || place.size != size) break;
       chain.resize(place.size);
       if (place.size != 0 && !file.readData(place.offset, place.size, chain.data())) break;
-      xorInto(t.data.data(), chain.data(), chain.size());
+      format::xorBytes(t.data.data(), chain.data(), chain.size());
       ok = place.delta_base == 0;
       link = place.delta_base;
     }

@@ -1,5 +1,7 @@
 #include "format/record.h"
 
+#include <cstring>
+
 #include <cstdint>
 #include <array>
 
@@ -126,6 +128,18 @@ void frameRecord(RecordKind kind, std::string_view body, std::string& out) {
 }
 
 }  // namespace
+
+void xorBytes(char* out, const char* in, size_t size) {
+  size_t i = 0;
+  for (; i + 8 <= size; i += 8) {
+    uint64_t a, b;
+    std::memcpy(&a, out + i, 8);
+    std::memcpy(&b, in + i, 8);
+    a ^= b;
+    std::memcpy(out + i, &a, 8);
+  }
+  for (; i < size; ++i) out[i] ^= in[i];
+}
 
 void encodeStats(const Stats& s, ByteWriter& w) {
   w.f64(s.min);

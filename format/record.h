@@ -75,6 +75,10 @@ struct Tensor {
   uint64_t numel() const;
 };
 
+// out[i] ^= in[i] for `size` bytes: how a delta (Tensor::delta_base) is
+// made from values and its base, and undone.
+void xorBytes(char* out, const char* in, size_t size);
+
 struct Scalar {
   uint32_t position = 0;
   std::string value;  // text form: 1, 0.5, True, "mean", [1, 2], None

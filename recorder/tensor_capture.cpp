@@ -68,18 +68,6 @@ std::string scalarText(const c10::IValue& v) {
 // 12% less than no deltas, and compare took about 0%, 12% and 25% longer.
 constexpr uint8_t kMaxDeltaDepth = 3;
 
-void xorBytes(char* out, const char* in, size_t size) {
-  size_t i = 0;
-  for (; i + 8 <= size; i += 8) {
-    uint64_t a, b;
-    std::memcpy(&a, out + i, 8);
-    std::memcpy(&b, in + i, 8);
-    a ^= b;
-    std::memcpy(out + i, &a, 8);
-  }
-  for (; i < size; ++i) out[i] ^= in[i];
-}
-
 // An input the op writes, at the op's start: its values, for its output's
 // delta. Only contiguous references are copied (no op runs, no guard).
 void keepDeltaBase(const at::Tensor& t, const ContentStore::Content& content, CapturedOp& record) {
@@ -124,7 +112,7 @@ void recordAsDelta(const at::Tensor& t, format::Tensor& out, ContentStore& conte
     if (base.impl != t.unsafeGetTensorImpl() || base.content == 0) continue;
     const std::string& bytes = base.tensor == SIZE_MAX ? base.bytes : record.tensors[base.tensor].data;
     if (bytes.size() != out.data.size() || !deltaPays(out.data, bytes)) return;
-    xorBytes(out.data.data(), bytes.data(), bytes.size());
+    format::xorBytes(out.data.data(), bytes.data(), bytes.size());
     out.delta_base = base.content;
     record.contents.back().delta_depth = static_cast<uint8_t>(base.depth + 1);
     contents.countDelta();
