@@ -93,10 +93,11 @@ namespace {
 constexpr int kMaxDeltaChain = 64;
 
 // Format v8: gives the tensors whose bytes were recorded XOR'ed with an
-// earlier content (delta_base) their values back. The values of the base
-// are most often in the same record (the input an in-place op overwrote,
-// loaded just before) or among those restored lately (the op before it in
-// the chain); otherwise the base's stored bytes, and its own base's, are
+// earlier content (delta_base) their values back (those restored lately
+// were taken from memory instead of being read: restoredLately). The
+// values of the base are most often in the same record (the input an
+// in-place op overwrote, loaded just before) or among those restored
+// lately (the op before it in the chain); otherwise the base's stored bytes, and its own base's, are
 // read from the stream behind us. A tensor whose base cannot be read loses
 // its data.
 void undoDeltas(format::OpRecord& r, const std::vector<char>& bad, format::FrameReader& file, ContentTable& contents,
@@ -108,10 +109,6 @@ void undoDeltas(format::OpRecord& r, const std::vector<char>& bad, format::Frame
     if (t.delta_base == 0 || !t.has_data || !t.data_in_stream || bad[k]) continue;
     const size_t size = t.data.size();
     bool ok = false;
-    if (const std::string* known = recent.find(t.content); known != nullptr && known->size() == size) {
-      t.data = *known;  // a reference to a content restored lately
-      ok = true;
-    }
     for (size_t j = 0; j < k && !ok; ++j) {
       const format::Tensor& base = r.tensors[j];
       if (base.content == t.delta_base && base.has_data && !bad[j] && base.data.size() == size) {
@@ -146,6 +143,17 @@ void undoDeltas(format::OpRecord& r, const std::vector<char>& bad, format::Frame
   }
 }
 
+// A delta content this reader restored lately (format v8): its values
+// come from memory, without reading its stored bytes or its chain.
+bool restoredLately(format::Tensor& t, ContentTable& contents) {
+  if (t.delta_base == 0) return false;
+  const std::string* known = contents.recentValues().find(t.content);
+  if (known == nullptr || known->size() != t.data_size) return false;
+  t.data = *known;
+  t.delta_base = 0;
+  return true;
+}
+
 }  // namespace
 
 format::OpRecord RawRecord::decodeOp(bool with_data, const FrameInflater& inflate) const {
@@ -160,6 +168,7 @@ format::OpRecord RawRecord::decodeOp(bool with_data, const FrameInflater& inflat
   for (size_t k = 0; k < r.tensors.size(); ++k) {
     format::Tensor& t = r.tensors[k];
     if (!t.has_data || !t.data_in_stream || t.data_size == 0) continue;  // v1: loaded inline
+    if (restoredLately(t, contents_)) continue;
     t.data.resize(t.data_size);
     const size_t before = whole.size();
     if (!file_.readDataDeferred(t.data_offset, t.data_size, t.data.data(), whole)) {
@@ -194,6 +203,7 @@ void RawRecord::loadData(format::OpRecord& earlier) const {
       bad[k] = t.delta_base != 0;  // its bytes, if any, are not this load's
       continue;
     }
+    if (restoredLately(t, contents_)) continue;
     t.data.resize(t.data_size);
     if (t.data_size != 0 && !file_.readData(t.data_offset, t.data_size, t.data.data())) {
       t.has_data = false;

@@ -65,7 +65,8 @@ std::string scalarText(const c10::IValue& v) {
 // reads every link of a chain to get a value back (analyzer/recording.cpp).
 // Measured on resnet18 + AdamW, 4 steps at level 2 (bench/README.md,
 // "Level-2 bytes"): chains of at most 1, 3 and 7 links wrote 6%, 10% and
-// 12% less than no deltas, and compare took about 0%, 12% and 25% longer.
+// 12% less than no deltas, and compare took about 0%, 12% and 25% longer
+// (before readers took lately restored values from memory).
 constexpr uint8_t kMaxDeltaDepth = 3;
 
 // An input the op writes, at the op's start: its values, for its output's
