@@ -444,9 +444,13 @@ void endCollective(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
     }
   };
   s.counts().collectives_pending.fetch_add(1, std::memory_order_relaxed);
+  // Counted pending until its record is queued: Session::stop() waits for
+  // that, and one completing after the session stopped stays counted as
+  // unfinished in the manifest instead of vanishing.
   auto done = [&s, complete] {
+    if (Session::active() != &s) return;
+    complete();
     s.counts().collectives_pending.fetch_sub(1, std::memory_order_relaxed);
-    if (Session::active() == &s) complete();
   };
   if (!whenComplete(fn.outputs(), done)) {
     // No work to wait for (or no future to wait with): as good as now.

@@ -9,10 +9,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <csignal>
+#include <thread>
 
 #include "format/record.h"
 #include "recorder/manifest.h"
@@ -22,6 +24,9 @@
 
 namespace acc::recorder {
 namespace {
+
+// How long stop() waits for collectives whose work has not completed.
+constexpr int kCollectiveWaitMs = 2000;
 
 std::atomic<Session*> g_active{nullptr};
 // Owned by the process; never freed (see header). Atomic: stop() may run on
@@ -159,6 +164,14 @@ Session* Session::start(const env::Config& config, int64_t rank, const std::stri
 void Session::stop() {
   Session* s = g_session.load();
   if (s == nullptr || s->pid_ != ::getpid() || !g_session.compare_exchange_strong(s, nullptr)) return;
+  // A collective's record is queued when its work completes, on the
+  // backend's thread: the last step's may complete after the program's last
+  // line (seen on torch 2.14: DDP's last all-reduce, about one run in three,
+  // went missing). Waited for briefly while the session is still active;
+  // those still running are counted unfinished in the manifest.
+  for (int waited_ms = 0; waited_ms < kCollectiveWaitMs && s->counts_.collectives_pending.load() > 0; ++waited_ms) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   g_active.store(nullptr, std::memory_order_release);
   observer::uninstall();
   s->stats_batch_.flush();
