@@ -24,7 +24,6 @@ class RecentValues {
   // recently used beyond the budget (values larger than it are not kept).
   void put(uint64_t id, const std::string& values);
 
-  size_t bytes() const { return bytes_; }
 
  private:
   struct Entry {

@@ -1,7 +1,5 @@
 #include "analyzer/recording.h"
 
-#include <cstring>
-
 #include "analyzer/json_fields.h"
 
 #include "analyzer/msprobe/dump_dir.h"
@@ -97,9 +95,9 @@ constexpr int kMaxDeltaChain = 64;
 // were taken from memory instead of being read: restoredLately). The
 // values of the base are most often in the same record (the input an
 // in-place op overwrote, loaded just before) or among those restored
-// lately (the op before it in the chain); otherwise the base's stored bytes, and its own base's, are
-// read from the stream behind us. A tensor whose base cannot be read loses
-// its data.
+// lately (the op before it in the chain); otherwise the base's stored
+// bytes, and its own base's, are read from the stream behind us. A tensor
+// whose base cannot be read loses its data.
 void undoDeltas(format::OpRecord& r, const std::vector<char>& bad, format::FrameReader& file, ContentTable& contents,
                 ReadDamage& damage) {
   RecentValues& recent = contents.recentValues();

@@ -1,8 +1,7 @@
 #include "format/record.h"
 
-#include <cstring>
-
 #include <cstdint>
+#include <cstring>
 #include <array>
 
 #include "format/bytes.h"

@@ -399,8 +399,12 @@ void startForward(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
   // Inputs are read now, before an in-place op overwrites them.
   c10::ArrayRef<const c10::IValue> inputs = fn.inputs();
   if (s.config().inputs) {
-    // Level 2: what the arguments an op writes hold now, for its outputs' deltas.
-    const OpWrites* writes = s.config().level >= 2 && s.contents() != nullptr && !ctx.collective ? &opWrites(fn) : nullptr;
+    // Level 2: what the arguments an op writes hold now, for its outputs'
+    // deltas. Not for an op that fills its output with one value
+    // (zero_grad's zero_): a constant stores smaller than any delta, and the
+    // copy of every gradient would be wasted.
+    const bool deltas = s.config().level >= 2 && s.contents() != nullptr && !ctx.collective && !filledWith(*ctx.record);
+    const OpWrites* writes = deltas ? &opWrites(fn) : nullptr;
     captureAll(s, inputs, Role::Input, *ctx.record, true, ctx.collective && fillsArgument0(op), writes);
   }
   if (ctx.collective && !inputs.empty()) ctx.filled = inputs[0];
