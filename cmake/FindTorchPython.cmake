@@ -13,6 +13,9 @@ function(acc_find_torch_python out_var)
       RESULT_VARIABLE rc OUTPUT_VARIABLE version ERROR_QUIET OUTPUT_STRIP_TRAILING_WHITESPACE)
     if(rc EQUAL 0)
       message(STATUS "acc: Python with torch ${version}: ${candidate}")
+      # Kept, so that configuring this build again without ACC_PYTHON in the
+      # environment stays with this torch instead of probing another.
+      set(ACC_PYTHON "${candidate}" CACHE FILEPATH "The Python whose torch acc is built against")
       set(${out_var} "${candidate}" PARENT_SCOPE)
       return()
     endif()
@@ -98,13 +101,41 @@ function(acc_pin_torch_libraries python torch_dir torch_version)
       set(${var} "${file}" CACHE FILEPATH "lib${name} of ${python}'s torch")
     endif()
   endforeach()
+  # A PyPI wheel's libtorch_cuda finds NCCL, cuDNN and the rest in the
+  # wheels' nvidia/*/lib through its $ORIGIN rpath, which the linker does
+  # not read: it took the CUDA toolkit's older libnccl.so.2 from the
+  # system's paths and failed on symbols only the wheel's NCCL has.
+  # Cached, as a later configure skips this function (acc_wheel_link_dirs).
+  file(GLOB wheel_lib_dirs LIST_DIRECTORIES true "${torch_dir}/../nvidia/*/lib")
+  set(dirs "")
+  foreach(dir IN LISTS wheel_lib_dirs)
+    if(IS_DIRECTORY "${dir}")
+      get_filename_component(dir "${dir}" REALPATH)
+      list(APPEND dirs "${dir}")
+    endif()
+  endforeach()
+  set(ACC_TORCH_WHEEL_LIB_DIRS "${dirs}" CACHE INTERNAL "nvidia/*/lib of ${python}'s torch")
   file(GLOB nvtx "${torch_dir}/../nvidia/nvtx/lib/libnvToolsExt.so.*")
-  if(nvtx AND torch_version VERSION_LESS 2.5 AND NOT TARGET CUDA::nvToolsExt)
+  set(ACC_TORCH_WHEEL_NVTX "" CACHE INTERNAL "")
+  if(nvtx AND torch_version VERSION_LESS 2.5)
     list(GET nvtx 0 nvtx)
-    add_library(CUDA::nvToolsExt SHARED IMPORTED GLOBAL)
-    set_target_properties(CUDA::nvToolsExt PROPERTIES IMPORTED_LOCATION "${nvtx}")
+    set(ACC_TORCH_WHEEL_NVTX "${nvtx}" CACHE INTERNAL "libnvToolsExt of ${python}'s torch, for CUDA::nvToolsExt")
     if(NOT DEFINED CACHE{LIBNVTOOLSEXT})
       set(LIBNVTOOLSEXT "${nvtx}" CACHE FILEPATH "libnvToolsExt of ${python}'s torch")
     endif()
+  endif()
+endfunction()
+
+# What acc_pin_torch_libraries found in torch's wheels, applied at every
+# configure (a later one skips acc_torch_from_python, as Torch_DIR is then
+# cached): the linker finds the wheels' libraries as the loader does, for
+# every target, and the wheel's libnvToolsExt stands in for CUDA's.
+function(acc_wheel_link_dirs)
+  foreach(dir IN LISTS ACC_TORCH_WHEEL_LIB_DIRS)
+    set_property(DIRECTORY "${CMAKE_SOURCE_DIR}" APPEND PROPERTY LINK_OPTIONS "LINKER:-rpath-link,${dir}")
+  endforeach()
+  if(ACC_TORCH_WHEEL_NVTX AND NOT TARGET CUDA::nvToolsExt)
+    add_library(CUDA::nvToolsExt SHARED IMPORTED GLOBAL)
+    set_target_properties(CUDA::nvToolsExt PROPERTIES IMPORTED_LOCATION "${ACC_TORCH_WHEEL_NVTX}")
   endif()
 endfunction()

@@ -100,6 +100,9 @@ struct OpContext : at::ObserverContext {
   bool entered = false;  // counted in tls.depth
   bool top_level_forward = false;  // called by user code, outside any op
   std::vector<at::Tensor> writes;  // uninitialized storages this op writes
+  // A top-level in-place op's written arguments and their versions at its
+  // start (checkVersions).
+  std::vector<std::pair<at::Tensor, uint32_t>> versions;
   bool engine_scope = false;  // counted in tls.engine_depth
   bool optimizer_step = false;
   bool named = false;  // numbered and offered to the selector
@@ -245,6 +248,56 @@ void noteWrites(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
       }
     }
   }
+}
+
+// In-place ops that change a tensor's autograd state or geometry, never its
+// values: detach_ bumps no version by design, and a new geometry or storage
+// is a new content anyway (ContentStore compares them).
+bool changesOnlyMetadata(std::string_view name) {
+  static const std::unordered_set<std::string_view> ops = {
+      "aten::detach_",  "aten::squeeze_", "aten::unsqueeze_", "aten::transpose_", "aten::t_",
+      "aten::swapdims_", "aten::swapaxes_", "aten::as_strided_", "aten::resize_", "aten::resize_as_",
+      "aten::set_"};
+  return ops.count(name) != 0;
+}
+
+// Runs at the start of a top-level in-place op (its name ends in "_"):
+// the versions of the arguments it writes. At this level every write goes
+// through ADInplaceOrView, which bumps them; torch 2.1's _foreach_ ops on
+// a device do not, so the content store would take a parameter the
+// optimizer updated for the content it held before (checkVersions).
+void noteVersions(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
+  if (s.contents() == nullptr || !ctx.top_level_forward) return;
+  const char* name = fn.name();
+  const size_t length = std::strlen(name);
+  if (length == 0 || name[length - 1] != '_' || changesOnlyMetadata(name)) return;
+  const OpWrites& writes = opWrites(fn);
+  c10::ArrayRef<const c10::IValue> inputs = fn.inputs();
+  auto note = [&](const at::Tensor& t) {
+    if (!t.defined() || compat::versionCounterIdentity(*t.unsafeGetTensorImpl()) == nullptr) return;
+    ctx.versions.emplace_back(t, t.unsafeGetTensorImpl()->version_counter().current_version());
+  };
+  for (uint16_t i : writes.written) {
+    if (i >= inputs.size()) continue;
+    if (inputs[i].isTensor()) {
+      note(inputs[i].toTensor());
+    } else if (inputs[i].isTensorList()) {
+      for (const c10::IValue& t : inputs[i].toListRef()) note(t.toTensor());
+    }
+  }
+}
+
+// Runs at the end of such an op, before its outputs are identified: an
+// argument whose version did not move was written behind its counter.
+void checkVersions(Session& s, OpContext& ctx) {
+  if (ctx.versions.empty()) return;
+  ContentStore* contents = s.contents();
+  for (const auto& [t, version] : ctx.versions) {
+    if (contents != nullptr && t.unsafeGetTensorImpl()->version_counter().current_version() == version) {
+      contents->writtenUnseen(t);
+    }
+  }
+  ctx.versions.clear();
 }
 
 // Runs at the end of every forward op, before its outputs are read (an
@@ -588,7 +641,10 @@ std::unique_ptr<at::ObserverContext> onStart(const at::RecordFunction& fn) {
   auto ctx = enter(*s, backward, fn.name());
   RandomTape* tape = s->random();
   try {
-    if (!backward) noteWrites(*s, fn, *ctx);
+    if (!backward) {
+      noteWrites(*s, fn, *ctx);
+      noteVersions(*s, fn, *ctx);
+    }
     if (tape != nullptr) {
       if (tls.depth == 1) RandomTape::outerStarted(fn.name());
       if (!backward) ctx->random = tape->started(fn);
@@ -639,6 +695,7 @@ void onEnd(const at::RecordFunction& fn, at::ObserverContext* base) {
       endBackward(*s, *ctx);
     } else if (ctx->entered && fn.scope() == at::RecordScope::FUNCTION) {
       trackUninitialized(*s, fn, *ctx);
+      checkVersions(*s, *ctx);
       // Before its outputs are recorded: a replayed draw is what the
       // program goes on with.
       if (ctx->random.kind != RandomKind::None) s->random()->ended(fn, ctx->random, s->step());

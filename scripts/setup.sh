@@ -2,6 +2,7 @@
 # Installs the Debian packages acc needs (when missing) and builds it.
 #   scripts/setup.sh              build into ./build
 #   ACC_BUILD_DIR=dir scripts/setup.sh
+#   ACC_BUILD_TARGETS="acc acc-analyzer ..." scripts/setup.sh   only those targets
 #   scripts/setup.sh --print-packages   the Debian packages it may install
 #   scripts/setup.sh --packages-only    install what is missing, build nothing
 #   scripts/setup.sh --install PKG...   install those packages when missing (other scripts' needs)
@@ -69,5 +70,9 @@ install_missing "${packages[@]}"
 ((packages_only)) && exit 0
 build_dir=${ACC_BUILD_DIR:-build}
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo ${ACC_CMAKE_ARGS:-}
-cmake --build "$build_dir" -j "$(nproc)"
+# ACC_BUILD_TARGETS: only those targets (CI's suites that run a few test
+# groups build only those groups' programs; .ci/run).
+targets=()
+[[ -n ${ACC_BUILD_TARGETS:-} ]] && targets=(--target ${ACC_BUILD_TARGETS})
+cmake --build "$build_dir" -j "$(nproc)" "${targets[@]}"
 echo "setup: built $build_dir/lib/libacc.so and $build_dir/bin/acc-analyzer"

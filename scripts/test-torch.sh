@@ -114,6 +114,7 @@ for suite in "${suites[@]}"; do
   # The build lives inside the chroot, never in the shared source tree.
   if chroot "$dir" env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
       HOME=/root LANG=C.UTF-8 CI="${CI:-}" ACC_BUILD_DIR=/root/build MSPROBE_SETUP=0 \
+      ACC_BUILD_TARGETS="${ACC_BUILD_TARGETS:-}" \
       bash -c 'cd /src && scripts/test.sh "$@"' test-torch "$@"; then
     echo "test-torch: $suite (torch $version) passed" >&2
   else

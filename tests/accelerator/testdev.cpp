@@ -237,7 +237,9 @@ C10_REGISTER_GUARD_IMPL(PrivateUse1, GuardImpl);
 // (torch then falls back to pageable copies, and the tests draw random
 // numbers on the CPU).
 struct Hooks final : at::PrivateUse1HooksInterface {
+#if TESTDEV_HOOKS_PRIMARY_CONTEXT
   bool hasPrimaryContext(c10::DeviceIndex) const override { return true; }
+#endif
   bool isBuilt() const { return true; }
   bool isAvailable() const { return true; }
   c10::DeviceIndex deviceCount() const { return 1; }

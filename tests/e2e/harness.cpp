@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <stdexcept>
 
@@ -45,6 +46,11 @@ std::string withoutAccLines(const std::string& text) {
     if (line.rfind("acc: ", 0) != 0) out += line + "\n";
   }
   return out;
+}
+
+std::string withoutLogStamps(const std::string& text) {
+  static const std::regex stamp(R"(^([IWEF])\d{4} \d{2}:\d{2}:\d{2}\.\d+ +\d+ )", std::regex::multiline);
+  return std::regex_replace(text, stamp, "$1 ");
 }
 
 std::string majorMinor(const std::string& version) {

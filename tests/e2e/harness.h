@@ -80,6 +80,10 @@ bool exists(const std::string& path);
 std::vector<std::string> lossLines(const std::string& out);
 // A program's output without acc's own "acc: " lines: what it printed itself.
 std::string withoutAccLines(const std::string& text);
+// The same text with the time and thread id that torch's own log lines
+// start with ("W1127 03:35:16.666000 8574 torch/...") cut to their level
+// letter, so that two runs' stderr compare equal when they said the same.
+std::string withoutLogStamps(const std::string& text);
 
 // "2.6" of "2.6.0+debian": torch versions as the tests compare them.
 std::string majorMinor(const std::string& version);
