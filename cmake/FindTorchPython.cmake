@@ -105,7 +105,7 @@ function(acc_pin_torch_libraries python torch_dir torch_version)
   # wheels' nvidia/*/lib through its $ORIGIN rpath, which the linker does
   # not read: it took the CUDA toolkit's older libnccl.so.2 from the
   # system's paths and failed on symbols only the wheel's NCCL has.
-  # Cached, as a later configure skips this function (acc_wheel_link_dirs).
+  # Cached, as a later configure skips this function (acc_use_wheel_libraries).
   file(GLOB wheel_lib_dirs LIST_DIRECTORIES true "${torch_dir}/../nvidia/*/lib")
   set(dirs "")
   foreach(dir IN LISTS wheel_lib_dirs)
@@ -130,7 +130,7 @@ endfunction()
 # configure (a later one skips acc_torch_from_python, as Torch_DIR is then
 # cached): the linker finds the wheels' libraries as the loader does, for
 # every target, and the wheel's libnvToolsExt stands in for CUDA's.
-function(acc_wheel_link_dirs)
+function(acc_use_wheel_libraries)
   foreach(dir IN LISTS ACC_TORCH_WHEEL_LIB_DIRS)
     set_property(DIRECTORY "${CMAKE_SOURCE_DIR}" APPEND PROPERTY LINK_OPTIONS "LINKER:-rpath-link,${dir}")
   endforeach()

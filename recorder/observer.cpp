@@ -16,6 +16,7 @@
 #include "recorder/collectives.h"
 #include "recorder/device_capture.h"
 #include "recorder/emit_record.h"
+#include "recorder/ivalue_tensors.h"
 #include "recorder/module_paths.h"
 #include "recorder/op_writes.h"
 #include "recorder/python_hooks.h"
@@ -271,31 +272,22 @@ void noteVersions(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
   const char* name = fn.name();
   const size_t length = std::strlen(name);
   if (length == 0 || name[length - 1] != '_' || changesOnlyMetadata(name)) return;
-  const OpWrites& writes = opWrites(fn);
   c10::ArrayRef<const c10::IValue> inputs = fn.inputs();
-  auto note = [&](const at::Tensor& t) {
-    if (!t.defined() || compat::versionCounterIdentity(*t.unsafeGetTensorImpl()) == nullptr) return;
-    ctx.versions.emplace_back(t, t.unsafeGetTensorImpl()->version_counter().current_version());
-  };
-  for (uint16_t i : writes.written) {
+  for (uint16_t i : opWrites(fn).written) {
     if (i >= inputs.size()) continue;
-    if (inputs[i].isTensor()) {
-      note(inputs[i].toTensor());
-    } else if (inputs[i].isTensorList()) {
-      for (const c10::IValue& t : inputs[i].toListRef()) note(t.toTensor());
-    }
+    forEachTensor(inputs[i], [&](const at::Tensor& t) {
+      if (!t.defined() || compat::versionCounterIdentity(*t.unsafeGetTensorImpl()) == nullptr) return;
+      ctx.versions.emplace_back(t, t.unsafeGetTensorImpl()->version_counter().current_version());
+    });
   }
 }
 
 // Runs at the end of such an op, before its outputs are identified: an
 // argument whose version did not move was written behind its counter.
+// (noteVersions notes nothing without a content store.)
 void checkVersions(Session& s, OpContext& ctx) {
-  if (ctx.versions.empty()) return;
-  ContentStore* contents = s.contents();
   for (const auto& [t, version] : ctx.versions) {
-    if (contents != nullptr && t.unsafeGetTensorImpl()->version_counter().current_version() == version) {
-      contents->writtenUnseen(t);
-    }
+    if (t.unsafeGetTensorImpl()->version_counter().current_version() == version) s.contents()->writtenUnseen(t);
   }
   ctx.versions.clear();
 }

@@ -11,6 +11,7 @@
 #include "recorder/cuda_stats.h"
 #include "recorder/device_capture.h"
 #include "recorder/fused_stats.h"
+#include "recorder/ivalue_tensors.h"
 #include "recorder/op_writes.h"
 #include "recorder/tensor_capture.h"
 #include "recorder/tensor_stats.h"
@@ -22,20 +23,6 @@ const void* storageOf(const at::Tensor& t) { return t.storage().unsafeGetStorage
 
 c10::Stream currentStream(const c10::Device& device) {
   return c10::impl::getDeviceGuardImpl(device.type())->getStream(device);
-}
-
-// Every tensor an argument holds (a tensor, or a list of them), with f.
-template <typename F>
-void forEachTensor(const c10::IValue& v, F&& f) {
-  if (v.isTensor()) {
-    f(v.toTensor());
-  } else if (v.isTensorList()) {
-    for (const at::Tensor& t : v.toTensorVector()) f(t);
-  } else if (v.isList()) {
-    for (const c10::IValue& e : v.toListRef()) {
-      if (e.isTensor()) f(e.toTensor());
-    }
-  }
 }
 
 }  // namespace

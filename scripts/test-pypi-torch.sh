@@ -39,16 +39,19 @@ if [[ -z $python ]]; then
   exit 2
 fi
 
+# True when release series $1 is $2 or later.
+at_least() { [[ $(printf '%s\n' "$1" "$2" | sort -V | head -1) == "$2" ]]; }
+
 venv_root=${ACC_VENV_DIR:-/var/cache/acc}
 venv=$venv_root/pypi-torch-$version
 # torch before 2.3 was built against NumPy 1 and warns on every import with
 # NumPy 2, which the tests would read as output the program did not print.
 numpy=numpy
-[[ $(printf '%s\n' "$version" 2.3 | sort -V | head -1) != 2.3 ]] && numpy='numpy<2'
+at_least "$version" 2.3 || numpy='numpy<2'
 spec="torch==$version.* torchvision $numpy openpyxl"
 # Hugging Face transformers for the Transformers tests: its releases need
 # torch 2.6 or later, so older series go without (the tests are not built).
-[[ $(printf '%s\n' "$version" 2.6 | sort -V | head -1) == 2.6 ]] && spec+=" transformers"
+at_least "$version" 2.6 && spec+=" transformers"
 mkdir -p "$venv_root"
 (
   flock 9
