@@ -139,3 +139,31 @@ function(acc_use_wheel_libraries)
     set_target_properties(CUDA::nvToolsExt PROPERTIES IMPORTED_LOCATION "${ACC_TORCH_WHEEL_NVTX}")
   endif()
 endfunction()
+
+# Torch before 2.4 finds CUDA twice, with the old FindCUDA (the first nvcc
+# on PATH, its folder's parent as the toolkit) and with CUDAToolkit (where
+# nvcc says it lives), and stops on "Found two conflicting CUDA installs"
+# when they differ: a machine whose PATH has a /usr/local/bin/nvcc wrapper
+# of /usr/local/cuda-13.0/bin/nvcc, and /usr/local/include holding CUDA's
+# headers, gave /usr/local against /usr/local/cuda-13.0. nvcc's own TOP
+# names the toolkit for both. A toolkit the user names comes first.
+function(acc_pin_cuda_toolkit)
+  if(DEFINED CUDA_TOOLKIT_ROOT_DIR OR DEFINED CUDAToolkit_ROOT OR DEFINED CMAKE_CUDA_COMPILER
+     OR DEFINED ENV{CUDA_PATH} OR DEFINED ENV{CUDACXX})
+    return()
+  endif()
+  find_program(ACC_NVCC nvcc)
+  if(NOT ACC_NVCC)
+    return()
+  endif()
+  execute_process(COMMAND "${ACC_NVCC}" --dryrun -x cu -c /dev/null -o /dev/null
+                  OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+  if(NOT "${out}${err}" MATCHES "#\\$ TOP=([^\n]*)")
+    return()
+  endif()
+  get_filename_component(root "${CMAKE_MATCH_1}" REALPATH)
+  if(EXISTS "${root}/bin/nvcc")
+    set(CUDA_TOOLKIT_ROOT_DIR "${root}" CACHE PATH "CUDA toolkit (where ${ACC_NVCC} lives)")
+    set(CMAKE_CUDA_COMPILER "${root}/bin/nvcc" CACHE FILEPATH "nvcc of ${root}")
+  endif()
+endfunction()

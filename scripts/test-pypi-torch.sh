@@ -11,6 +11,7 @@
 #                    then python3 on PATH; torch 2.1 needs Python <= 3.11)
 #   ACC_BUILD_DIR    the build (default build-pypi-VERSION in the tree)
 #   ACC_BUILD_TARGETS  build only these targets (scripts/setup.sh)
+#   ACC_DEBUG_INFO   0: build without debug information (scripts/setup.sh)
 # PyPI's torch wheels bring CUDA's libraries (about 3 GB per environment);
 # pip keeps the downloads in its cache. Torch before 2.7 uses libstdc++'s
 # old ABI: acc and GoogleTest are then built with it (CMakeLists.txt).
