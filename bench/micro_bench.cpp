@@ -20,10 +20,10 @@
 
 #include "format/frame.h"
 #include "format/record.h"
-#include "recorder/finite_check.h"
-#include "recorder/ring_buffer.h"
-#include "recorder/tensor_capture.h"
-#include "recorder/tensor_stats.h"
+#include "recorder/watch/finite_check.h"
+#include "recorder/write/ring_buffer.h"
+#include "recorder/capture/tensor_capture.h"
+#include "recorder/capture/cpu/tensor_stats.h"
 
 namespace {
 
@@ -92,7 +92,7 @@ void BM_CaptureTensor(benchmark::State& state) {
   state.counters["elements"] = static_cast<double>(t.numel());
 }
 
-// ACC_WATCH=naninf's check of a CPU output (recorder/finite_check.h): a
+// ACC_WATCH=naninf's check of a CPU output (recorder/watch/finite_check.h): a
 // scan of exponent bits, float32 and bfloat16, all finite (the whole scan).
 void BM_HostAllFinite(benchmark::State& state) {
   at::Tensor t = floatTensor(state.range(0));

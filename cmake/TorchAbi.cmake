@@ -15,7 +15,7 @@ function(acc_detect_torch_ndebug out_var)
     endif()
     try_run(run_result compile_result
       ${CMAKE_BINARY_DIR}/abi_probe_${variant}
-      SOURCES ${PROJECT_SOURCE_DIR}/recorder/abi_check.cpp
+      SOURCES ${PROJECT_SOURCE_DIR}/recorder/session/abi_check.cpp
               ${PROJECT_SOURCE_DIR}/cmake/abi_probe_main.cpp
       COMPILE_DEFINITIONS ${defs}
       CMAKE_FLAGS "-DINCLUDE_DIRECTORIES=${TORCH_INCLUDE_DIRS};${PROJECT_SOURCE_DIR}"

@@ -2,7 +2,7 @@
 // setting under which at::RecordFunction matches the installed libtorch.
 #include <cstdio>
 
-#include "recorder/abi_check.h"
+#include "recorder/session/abi_check.h"
 
 int main() {
   std::string problem = acc::recorder::recordFunctionLayoutProblem();

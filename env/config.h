@@ -47,10 +47,10 @@ struct Config {
   std::vector<int64_t> ranks;  // empty: every rank
   StackMode stack = StackMode::None;
   bool nested = false;
-  bool dedup = true;  // each tensor content recorded once (recorder/content_store.h)
+  bool dedup = true;  // each tensor content recorded once (recorder/capture/content_store.h)
   uint64_t buffer_mb = 256;
   // Device tensors whose statistics are computed together
-  // (recorder/stats_batch.h); 1: each alone, as soon as it is captured.
+  // (recorder/capture/device/stats_batch.h); 1: each alone, as soon as it is captured.
   uint64_t device_batch = 512;
   int zstd_level = 1;        // record frames
   int data_zstd_level = -1;  // data frames: float bytes barely compress, fast levels store them nearly as is
@@ -61,11 +61,11 @@ struct Config {
   bool grads = false;  // a grad::{parameter} record per parameter at each optimizer step
   // ACC_WATCH=naninf: only the first op that makes a non-finite value from
   // finite inputs is written (level 2), with the metadata of the
-  // watch_context ops before it (recorder/watch.h).
+  // watch_context ops before it (recorder/watch/watch.h).
   Watch watch = Watch::Off;
   uint64_t watch_context = 64;
   bool watch_abort = false;  // exit once it is found
-  // ACC_RANDOM (recorder/random_tape.h): save the values random ops draw
+  // ACC_RANDOM (recorder/random/random_tape.h): save the values random ops draw
   // (random.acc), or replay those of the recording in random_source.
   Random random = Random::Off;
   std::string random_source;  // Replay: the reference recording's directory

@@ -1,5 +1,5 @@
 // Which ops draw random numbers, by name: what ACC_RANDOM saves and replays
-// (recorder/random_tape.h) and what compare tells apart when a draw is
+// (recorder/random/random_tape.h) and what compare tells apart when a draw is
 // where two runs part (each device's generator draws other numbers).
 #pragma once
 

@@ -61,14 +61,14 @@ struct Tensor {
   // v4: the content's id within the rank's recording (0: none). The first
   // tensor with an id holds the statistics and bytes; later ones with the
   // same id are references (content_ref) that carry neither until a reader
-  // resolves them (analyzer/content_table.h) from the earlier one.
+  // resolves them (analyzer/read/content_table.h) from the earlier one.
   uint64_t content = 0;
   bool content_ref = false;
   // v8: the recorded bytes are this tensor's XOR those of content
   // `delta_base` (the value an in-place op overwrote): parameters and
   // optimizer state change little per update, so their XOR is mostly zero
   // bytes that compress away. 0: the bytes are the values themselves.
-  // Readers undo it while loading the bytes (analyzer/recording.h); a
+  // Readers undo it while loading the bytes (analyzer/read/recording.h); a
   // reference carries its content's base once resolved.
   uint64_t delta_base = 0;
 

@@ -2,7 +2,7 @@
 // into record frames; an op record's tensor bytes go into data frames,
 // written before the frame of the record that refers to them, so a crash
 // never leaves a record whose bytes are not on disk. Single-threaded: the
-// recorder's writer thread drives one (recorder/writer.h), and the analyzer
+// recorder's writer thread drives one (recorder/write/writer.h), and the analyzer
 // one when it writes a recording itself (an msprobe dump read as one).
 #pragma once
 

@@ -5,8 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "analyzer/commands.h"
-#include "analyzer/recording_notes.h"
+#include "analyzer/cli/commands.h"
+#include "analyzer/read/recording_notes.h"
 #include "format/frame.h"
 #include "fuzz/fuzz_util.h"
 

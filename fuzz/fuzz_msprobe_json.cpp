@@ -5,7 +5,7 @@
 #include <cstdint>
 
 #include "analyzer/msprobe/import.h"
-#include "analyzer/recording.h"
+#include "analyzer/read/recording.h"
 #include "fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "analyzer/recording.h"
+#include "analyzer/read/recording.h"
 #include "format/bytes.h"
 #include "fuzz/fuzz_util.h"
 

@@ -46,7 +46,7 @@ inline uint64_t currentThreadId() { return at::RecordFunction::currentThreadId()
 // the numbers between its start and end.
 inline uint64_t peekSequenceNr() { return at::sequence_number::peek(); }
 
-// The float32 precision settings of torch.backends (recorder/numeric_settings.cpp).
+// The float32 precision settings of torch.backends (recorder/session/numeric_settings.cpp).
 // From torch 2.9 on, the legacy getters throw when the program set the flags
 // through the new fp32_precision API: then the new API answers.
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 9)

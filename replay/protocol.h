@@ -20,7 +20,7 @@ struct Request {
   std::vector<format::OpRecord> records;
   // Nonzero (10: TF32, 7: bfloat16): also run the op in float64 on float32
   // factors rounded to this many mantissa bits, the precision the recorded
-  // run's settings allowed the op (analyzer/numeric_settings.h).
+  // run's settings allowed the op (analyzer/read/numeric_settings.h).
   uint8_t reduced_mantissa = 0;
 };
 

@@ -6,7 +6,7 @@
 #include <map>
 #include <unordered_map>
 
-#include "analyzer/numeric_settings.h"
+#include "analyzer/read/numeric_settings.h"
 
 namespace acc::analyzer {
 namespace {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "analyzer/compare/interned.h"
+#include "analyzer/common/interned.h"
 #include "format/record.h"
 
 namespace acc::analyzer {

@@ -1,7 +1,7 @@
 #include "analyzer/compare/engine.h"
 
-#include "analyzer/json_fields.h"
-#include "analyzer/recording_notes.h"
+#include "analyzer/read/json_fields.h"
+#include "analyzer/read/recording_notes.h"
 
 #include <cstdint>
 #include <algorithm>
@@ -16,18 +16,18 @@
 #include "analyzer/compare/align.h"
 #include "analyzer/compare/gradients.h"
 #include "analyzer/compare/modules.h"
-#include "analyzer/compare/allowed_precision.h"
-#include "analyzer/compare/confirm.h"
-#include "analyzer/compare/origins.h"
+#include "analyzer/judge/allowed_precision.h"
+#include "analyzer/judge/confirm.h"
+#include "analyzer/judge/origins.h"
 #include "analyzer/compare/rank_rows.h"
 #include "analyzer/compare/record_spill.h"
-#include "analyzer/compare/summary.h"
-#include "analyzer/compare/report_set.h"
+#include "analyzer/report/summary.h"
+#include "analyzer/report/report_set.h"
 #include "analyzer/compare/meta_stream.h"
 #include "analyzer/compare/windows.h"
 #include "analyzer/compare/steps.h"
 #include "analyzer/compare/stream.h"
-#include "analyzer/text.h"
+#include "analyzer/common/text.h"
 
 namespace acc::analyzer {
 

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "analyzer/compare/align.h"
-#include "analyzer/compare/result.h"
-#include "analyzer/compare/thresholds.h"
+#include "analyzer/common/result.h"
+#include "analyzer/judge/thresholds.h"
 
 namespace acc::analyzer {
 
@@ -49,7 +49,7 @@ struct CompareOptions {
   std::function<void(const CompareProgress&)> progress;
 };
 
-// Throws InputError (analyzer/recording.h) when DIR0 or DIR1 holds no
+// Throws InputError (analyzer/read/recording.h) when DIR0 or DIR1 holds no
 // recording; damage inside a recording is reported in result.problems and
 // the readable records are compared.
 CompareResult compareRecordings(const CompareOptions& options);

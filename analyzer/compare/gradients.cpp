@@ -5,7 +5,7 @@
 #include <map>
 #include <utility>
 
-#include "analyzer/compare/origins.h"
+#include "analyzer/judge/origins.h"
 
 namespace acc::analyzer {
 

@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "analyzer/compare/result.h"
+#include "analyzer/common/result.h"
 
 namespace acc::analyzer {
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "analyzer/compare/align.h"
-#include "analyzer/recording.h"
+#include "analyzer/read/recording.h"
 
 namespace acc::analyzer {
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <string>
 
-#include "analyzer/text.h"
+#include "analyzer/common/text.h"
 
 namespace acc::analyzer {
 namespace {

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
-#include "analyzer/compare/allowed_precision.h"
+#include "analyzer/judge/allowed_precision.h"
 #include "analyzer/compare/engine.h"
-#include "analyzer/compare/summary.h"
+#include "analyzer/report/summary.h"
 
 namespace acc::analyzer {
 

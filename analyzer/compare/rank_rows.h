@@ -20,11 +20,11 @@
 #include <vector>
 
 #include "analyzer/compare/align.h"
-#include "analyzer/compare/origins.h"
+#include "analyzer/judge/origins.h"
 #include "analyzer/compare/record_spill.h"
-#include "analyzer/compare/result.h"
+#include "analyzer/common/result.h"
 #include "analyzer/compare/meta_stream.h"
-#include "analyzer/compare/thresholds.h"
+#include "analyzer/judge/thresholds.h"
 #include "analyzer/compare/windows.h"
 
 namespace acc::analyzer {

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "analyzer/compare/result.h"
+#include "analyzer/common/result.h"
 
 namespace acc::analyzer {
 

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "analyzer/record_error.h"
+#include "analyzer/report/record_error.h"
 
 namespace acc::analyzer {
 

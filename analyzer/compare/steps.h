@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "analyzer/compare/result.h"
+#include "analyzer/common/result.h"
 
 namespace acc::analyzer {
 

@@ -1,3 +1,8 @@
+// One rank pair's comparison as a pipeline of threads (an aligning thread,
+// a reader per side, a join table, metric workers; stream.h), about 530
+// lines on purpose: the threads share one set of queues, budgets and
+// counters, and their wait-and-drain logic is easier to check in one place
+// than spread over files.
 #include "analyzer/compare/stream.h"
 
 #include <cstdint>
@@ -14,10 +19,10 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "analyzer/compare/metrics.h"
+#include "analyzer/judge/metrics.h"
 #include "analyzer/compare/tensor_pairs.h"
 #include "format/bytes.h"
-#include "analyzer/recording.h"
+#include "analyzer/read/recording.h"
 
 namespace acc::analyzer {
 namespace {

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "analyzer/compare/align.h"
-#include "analyzer/compare/result.h"
-#include "analyzer/compare/thresholds.h"
+#include "analyzer/common/result.h"
+#include "analyzer/judge/thresholds.h"
 #include "analyzer/compare/windows.h"
 
 namespace acc::analyzer {

@@ -1,13 +1,13 @@
 #include "analyzer/compare/tensor_pairs.h"
-#include "analyzer/text.h"
+#include "analyzer/common/text.h"
 
 #include <cstdint>
 #include <algorithm>
 #include <map>
 #include <tuple>
 
-#include "analyzer/compare/elements.h"
-#include "analyzer/compare/metrics.h"
+#include "analyzer/common/elements.h"
+#include "analyzer/judge/metrics.h"
 
 namespace acc::analyzer {
 namespace {

@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "analyzer/compare/metrics.h"
-#include "analyzer/compare/result.h"
-#include "analyzer/compare/thresholds.h"
+#include "analyzer/judge/metrics.h"
+#include "analyzer/common/result.h"
+#include "analyzer/judge/thresholds.h"
 
 namespace acc::analyzer {
 

@@ -8,7 +8,7 @@
 #include <regex>
 #include <sstream>
 
-#include "analyzer/recording.h"
+#include "analyzer/read/recording.h"
 
 namespace acc::analyzer::msprobe {
 namespace fs = std::filesystem;

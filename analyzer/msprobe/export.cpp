@@ -11,12 +11,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analyzer/compare/elements.h"
+#include "analyzer/common/elements.h"
 #include "analyzer/msprobe/pt_file.h"
 #include "analyzer/msprobe/statistics.h"
 #include "analyzer/msprobe/torch_types.h"
-#include "analyzer/recording.h"
-#include "analyzer/text.h"
+#include "analyzer/read/recording.h"
+#include "analyzer/common/text.h"
 
 namespace acc::analyzer::msprobe {
 namespace fs = std::filesystem;

@@ -17,7 +17,7 @@
 #include "analyzer/msprobe/pt_file.h"
 #include "analyzer/msprobe/statistics.h"
 #include "analyzer/msprobe/torch_types.h"
-#include "analyzer/recording.h"
+#include "analyzer/read/recording.h"
 #include "format/record.h"
 #include "format/record_sink.h"
 

@@ -38,7 +38,7 @@ Imported importDump(const std::string& path, const std::string& out);
 // The dump at `path` imported into a folder of its own under $TMPDIR
 // (once per path, removed when the process exits), after one line on
 // stderr that says so: every command opens msprobe dumps through this
-// (analyzer/recording.h, openRecording).
+// (analyzer/read/recording.h, openRecording).
 std::string importedCopy(const std::string& path);
 
 }  // namespace acc::analyzer::msprobe

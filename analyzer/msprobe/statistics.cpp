@@ -4,7 +4,7 @@
 #include <cstring>
 #include <limits>
 
-#include "analyzer/compare/elements.h"
+#include "analyzer/common/elements.h"
 #include "analyzer/msprobe/dump_dir.h"
 
 namespace acc::analyzer::msprobe {

@@ -308,7 +308,7 @@ TEST(Accelerator, TheBenchmarkDecoderRecordsWithoutChangingIt) {
 // where a small tensor's statistics cost what their launches cost (a real
 // GPU ran level 1 of a small MLP 16 times slower than unrecorded, at about
 // 23 launches per tensor). Level 0 launches none. Level 1 summarises a
-// step's device tensors in one batch (recorder/stats_batch.h): one launch
+// step's device tensors in one batch (recorder/capture/device/stats_batch.h): one launch
 // of the device's own kernel and one copy where it has one (the issue's
 // target: at most 0.3 per tensor), about 20 ATen kernels per element type
 // where it has none (TESTDEV_STATS_KERNEL=0); plus one copy of a tensor an

@@ -560,7 +560,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   }
 }
 
-// acc's statistics op (recorder/fused_stats.h), as a vendor's plugin would
+// acc's statistics op (recorder/capture/device/fused_stats.h), as a vendor's plugin would
 // give it a kernel of its own: here the CPU's, in place on the device's
 // memory, one launch for a batch of tensors. TESTDEV_STATS_KERNEL=0 leaves
 // it out, so acc takes ATen's generic reductions (RowStats), as on a device

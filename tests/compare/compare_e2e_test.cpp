@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "analyzer/compare/columns.h"
+#include "analyzer/report/columns.h"
 #include "format/frame.h"
 #include "tests/compare/recordings.h"
 

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <fstream>
 
-#include "analyzer/compare/elements.h"
+#include "analyzer/common/elements.h"
 #include "analyzer/compare/engine.h"
 #include "tests/compare/recordings.h"
 

@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <set>
 
-#include "analyzer/recording.h"
+#include "analyzer/read/recording.h"
 #include "tests/compare/recordings.h"
 
 namespace acc::test {

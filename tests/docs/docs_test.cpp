@@ -1,10 +1,16 @@
 // The documentation must describe the code: every ACC_* variable with its
-// default in the README, the current format version in docs/FORMAT.md.
+// default in README.md (one line) and in docs/guide/recording.md (every
+// allowed value), every acc-analyzer command in README.md, the current
+// format version in docs/FORMAT.md, and every relative link in README.md
+// and docs/ pointing at a file that exists.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
+#include "analyzer/cli/commands.h"
 #include "env/config.h"
 #include "format/record.h"
 
@@ -17,15 +23,63 @@ std::string read(const std::string& relative) {
   return s.str();
 }
 
-TEST(Docs, ReadmeListsEveryVariableWithItsDefault) {
-  const std::string readme = read("README.md");
-  ASSERT_FALSE(readme.empty());
+// The table row a document gives variable `v`: "| `ACC_X` | `default` |".
+std::string variableRow(const acc::env::Variable& v) {
+  std::string def = v.default_value;
+  std::string shown = def == "(all)" ? "all" : "`" + def + "`";
+  return std::string("| `") + v.name + "` | " + shown + " |";
+}
+
+// Every variable's row, with its default, in the document at `relative`.
+void expectEveryVariableRow(const std::string& relative) {
+  const std::string doc = read(relative);
+  ASSERT_FALSE(doc.empty()) << relative;
   for (const auto& v : acc::env::variables()) {
-    std::string def = v.default_value;
-    std::string shown = def == "(all)" ? "all" : "`" + def + "`";
-    std::string row = std::string("| `") + v.name + "` | " + shown + " |";
-    EXPECT_NE(readme.find(row), std::string::npos) << "README is missing the row starting " << row;
+    EXPECT_NE(doc.find(variableRow(v)), std::string::npos)
+        << relative << " is missing the row starting " << variableRow(v);
   }
+}
+
+TEST(Docs, ReadmeListsEveryVariableWithItsDefault) { expectEveryVariableRow("README.md"); }
+
+TEST(Docs, RecordingGuideListsEveryVariableWithItsDefault) { expectEveryVariableRow("docs/guide/recording.md"); }
+
+TEST(Docs, ReadmeListsEveryAnalyzerCommand) {
+  const std::string readme = read("README.md");
+  for (const auto& c : acc::analyzer::kCommands) {
+    std::string row = std::string("| `acc-analyzer ") + c.name + " ";
+    EXPECT_NE(readme.find(row), std::string::npos) << "README.md's commands table is missing " << row;
+  }
+}
+
+TEST(Docs, RelativeLinksPointAtFilesThatExist) {
+  namespace fs = std::filesystem;
+  const fs::path source(ACC_SOURCE_DIR);
+  std::vector<fs::path> docs{source / "README.md", source / "docs"};
+  std::vector<fs::path> files;
+  for (const auto& d : docs) {
+    if (fs::is_regular_file(d)) files.push_back(d);
+    if (!fs::is_directory(d)) continue;
+    for (const auto& e : fs::recursive_directory_iterator(d)) {
+      if (e.path().extension() == ".md") files.push_back(e.path());
+    }
+  }
+  ASSERT_GE(files.size(), 10u) << "README.md, docs/*.md and docs/guide/*.md";
+  const std::regex link(R"(\]\(([^)#:\s]+)(#[^)\s]*)?\))");
+  int links = 0;
+  for (const auto& f : files) {
+    std::ifstream in(f);
+    std::ostringstream s;
+    s << in.rdbuf();
+    const std::string text = s.str();
+    for (std::sregex_iterator m(text.begin(), text.end(), link), end; m != end; ++m) {
+      ++links;
+      fs::path target = f.parent_path() / (*m)[1].str();
+      EXPECT_TRUE(fs::exists(target)) << fs::relative(f, source) << " links to " << (*m)[1].str()
+                                      << ", which does not exist";
+    }
+  }
+  EXPECT_GT(links, 20);
 }
 
 TEST(Docs, ReadmeDefaultsMatchTheParsedDefaults) {

@@ -19,7 +19,7 @@ bool hasCompile() {
 
 // The second training step's records. Torch 2.1 and 2.2's dynamo strips
 // Optimizer.step of its profiler scope, by which acc counts steps, so there
-// every record of a compiled run is in step 0 (README, "torch.compile"):
+// every record of a compiled run is in step 0 (docs/guide/recording.md, "torch.compile"):
 // the second step then starts after the first step's loss.item().
 std::vector<const format::OpRecord*> secondStep(const Recording& rec) {
   std::vector<const format::OpRecord*> out;

@@ -14,7 +14,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "analyzer/recording.h"
+#include "analyzer/read/recording.h"
 
 extern char** environ;
 

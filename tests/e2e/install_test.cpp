@@ -1,6 +1,7 @@
 // Installing acc: `cmake --install` into a prefix and the Debian package
 // (cpack) hold the tools, the recorder and the acc-record launcher, and the
-// installed copy records and checks a training run on its own.
+// installed copy records and checks a training run on its own; README's
+// quick start runs from the unpacked package.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -69,6 +70,25 @@ TEST(Install, TheDebianPackageHoldsTheSameFiles) {
   }
   RunResult info = run({{"/usr/bin/dpkg-deb", "--field", deb, "Package"}, {}, "", false, ""});
   EXPECT_EQ(info.out, "acc\n");
+
+  // README's quick start from the package, unpacked where dpkg would put it
+  // under a root of its own: two recordings with acc-record, then compare.
+  TempDir root, work;
+  RunResult unpack = run({{"/usr/bin/dpkg-deb", "-x", deb, root.path()}, {}, "", false, ""});
+  ASSERT_EQ(unpack.exit_code, 0) << unpack.err;
+  const fs::path usr = fs::path(root.path()) / "usr/bin";
+  const std::map<std::string, std::string> ref = {{"MLP_STEPS", "2"}, {"ACC_OUTPUT_DIR", "ref"}};
+  const std::map<std::string, std::string> dut = {{"MLP_STEPS", "2"}, {"ACC_OUTPUT_DIR", "dut"}};
+  for (const auto& env : {ref, dut}) {
+    RunResult r = run({{usr / "acc-record", python(), example("mlp_train.py")}, env, work.path(), false, ""});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("acc-record: recording in"), std::string::npos) << r.err;
+  }
+  RunResult compare =
+      run({{usr / "acc-analyzer", "compare", "ref", "dut", "-o", "report"}, {}, work.path(), false, ""});
+  EXPECT_EQ(compare.exit_code, 0) << compare.out << compare.err;
+  EXPECT_NE(compare.out.find("no divergence"), std::string::npos) << compare.out;
+  EXPECT_TRUE(fs::exists(fs::path(work.path()) / "report/report.html"));
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Module paths (recorder/module_paths.h): each record names the innermost
+// Module paths (recorder/python/module_paths.h): each record names the innermost
 // nn.Module running its op, learnt from torch's global module hooks without
 // any change to the program (tests/scripts/nested_modules.py).
 #include <gtest/gtest.h>

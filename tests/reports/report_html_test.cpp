@@ -7,7 +7,7 @@
 #include <regex>
 
 #include "analyzer/compare/steps.h"
-#include "analyzer/report_html.h"
+#include "analyzer/report/report_html.h"
 #include "tests/reports/report_tools.h"
 #include "tests/reports/synthetic_result.h"
 

@@ -1,7 +1,7 @@
 // The pieces the reports are built from: markup escaping and text repair.
 #include <gtest/gtest.h>
 
-#include "analyzer/markup.h"
+#include "analyzer/report/markup.h"
 #include "tests/reports/report_tools.h"
 
 namespace acc::test {

@@ -5,8 +5,8 @@
 #include <chrono>
 #include <fstream>
 
-#include "analyzer/compare/columns.h"
-#include "analyzer/report_xlsx.h"
+#include "analyzer/report/columns.h"
+#include "analyzer/report/report_xlsx.h"
 #include "tests/reports/report_tools.h"
 #include "tests/reports/synthetic_result.h"
 

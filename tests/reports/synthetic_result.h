@@ -4,7 +4,7 @@
 // unmatched record, and names that need escaping (< > & ').
 #pragma once
 
-#include "analyzer/compare/result.h"
+#include "analyzer/common/result.h"
 
 namespace acc::test {
 

@@ -1,4 +1,4 @@
-// ACC_WATCH=naninf end to end (recorder/watch.h), on tests/scripts/
+// ACC_WATCH=naninf end to end (recorder/watch/watch.h), on tests/scripts/
 // device_train.py: a NaN a test kernel writes at a chosen call is found at
 // that call, forward and backward, on the CPU (tests/compare/wrong_kernel)
 // and on the test accelerator (TESTDEV_NAN_CALL); the find is written at

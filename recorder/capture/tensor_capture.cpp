@@ -1,0 +1,256 @@
+#include "recorder/capture/tensor_capture.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+#include "recorder/capture/device/device_capture.h"
+#include "recorder/write/record_pool.h"
+#include "recorder/capture/cpu/tensor_stats.h"
+#include "recorder/dtypes.h"
+#include "recorder/torch_compat.h"
+
+namespace acc::recorder {
+namespace {
+
+// 17 significant digits, and always recognisable as a float ("1.0", not
+// "1"): replay passes a Scalar argument as the type it had, which decides
+// type promotion (an int tensor plus 1 stays int, plus 1.0 does not).
+std::string doubleText(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  std::ostringstream s;
+  s.precision(17);
+  s << v;
+  std::string text = s.str();
+  if (text.find_first_of(".e") == std::string::npos) text += ".0";
+  return text;
+}
+
+// Text of a non-tensor argument; empty for values that are not recorded.
+std::string scalarText(const c10::IValue& v) {
+  if (v.isNone()) return "None";
+  if (v.isBool()) return v.toBool() ? "True" : "False";
+  if (v.isInt()) return std::to_string(v.toInt());
+  if (v.isDouble()) return doubleText(v.toDouble());
+  if (v.isString()) return "\"" + v.toStringRef() + "\"";
+  if (v.isScalar()) {
+    const at::Scalar s = v.toScalar();
+    if (s.isIntegral(false)) return std::to_string(s.toLong());
+    if (s.isBoolean()) return s.toBool() ? "True" : "False";
+    return doubleText(s.toDouble());
+  }
+  if (v.isDevice()) return v.toDevice().str();
+  if (v.isIntList()) {
+    std::string out = "[";
+    for (int64_t i : v.toIntVector()) out += (out.size() > 1 ? ", " : "") + std::to_string(i);
+    return out + "]";
+  }
+  if (v.isDoubleList()) {
+    std::string out = "[";
+    for (double d : v.toDoubleVector()) out += (out.size() > 1 ? ", " : "") + doubleText(d);
+    return out + "]";
+  }
+  if (v.isBoolList()) {
+    std::string out = "[";
+    for (bool b : v.toBoolList()) out += std::string(out.size() > 1 ? ", " : "") + (b ? "True" : "False");
+    return out + "]";
+  }
+  return "";
+}
+
+// Contents on a longer chain of deltas are recorded as they are: a reader
+// reads every link of a chain to get a value back (analyzer/read/recording.cpp).
+// Measured on resnet18 + AdamW, 4 steps at level 2 (bench/README.md,
+// "Level-2 bytes"): chains of at most 1, 3 and 7 links wrote 6%, 10% and
+// 12% less than no deltas, and compare took about 0%, 12% and 25% longer
+// (before readers took lately restored values from memory).
+constexpr uint8_t kMaxDeltaDepth = 3;
+
+// An input the op writes, at the op's start: its values, for its output's
+// delta. Only contiguous references are copied (no op runs, no guard).
+void keepDeltaBase(const at::Tensor& t, const ContentStore::Content& content, CapturedOp& record) {
+  if (content.delta_depth >= kMaxDeltaDepth) return;
+  DeltaBase base;
+  base.impl = t.unsafeGetTensorImpl();
+  base.content = content.id;
+  base.depth = content.delta_depth;
+  if (content.ref) {
+    if (!t.is_contiguous()) return;
+    base.bytes.assign(static_cast<const char*>(t.data_ptr()), t.nbytes());
+  } else {
+    base.tensor = record.tensors.size() - 1;
+  }
+  record.delta_bases.push_back(std::move(base));
+}
+
+// Whether `values` XOR `base` holds more zero bytes than `values`, on
+// kProbes words spread over them: zstd keeps little of a run of zeros. A
+// small update (a parameter's step, a moment's decay) zeroes the sign and
+// exponent bytes; a fill (zero_) or unrelated values (copy_) would not gain.
+bool deltaPays(const std::string& values, const std::string& base) {
+  constexpr size_t kProbes = 1024;
+  const size_t words = values.size() / 8;
+  if (words == 0) return false;
+  const size_t step = std::max<size_t>(1, words / kProbes);
+  int64_t gain = 0;
+  for (size_t w = 0; w < words; w += step) {
+    uint64_t v, b;
+    std::memcpy(&v, values.data() + w * 8, 8);
+    std::memcpy(&b, base.data() + w * 8, 8);
+    const uint64_t x = v ^ b;
+    for (int k = 0; k < 8; ++k) gain += int64_t(((x >> (8 * k)) & 0xff) == 0) - int64_t(((v >> (8 * k)) & 0xff) == 0);
+  }
+  return gain > 0;
+}
+
+// An output defined here whose tensor an input held at the op's start:
+// its bytes become the XOR of the two, and its content a link of a chain.
+void recordAsDelta(const at::Tensor& t, format::Tensor& out, ContentStore& contents, CapturedOp& record) {
+  for (DeltaBase& base : record.delta_bases) {
+    if (base.impl != t.unsafeGetTensorImpl() || base.content == 0) continue;
+    const std::string& bytes = base.tensor == SIZE_MAX ? base.bytes : record.tensors[base.tensor].data;
+    if (bytes.size() != out.data.size() || !deltaPays(out.data, bytes)) return;
+    format::xorBytes(out.data.data(), bytes.data(), bytes.size());
+    out.delta_base = base.content;
+    record.contents.back().delta_depth = static_cast<uint8_t>(base.depth + 1);
+    contents.countDelta();
+    base.content = 0;  // used
+    return;
+  }
+}
+
+}  // namespace
+
+bool outputsUninitialized(std::string_view op) {
+  static const char* const kOps[] = {"aten::empty", "aten::empty_like", "aten::empty_strided",
+                                     "aten::new_empty", "aten::new_empty_strided"};
+  for (const char* name : kOps) {
+    if (op == name) return true;
+  }
+  return false;
+}
+
+uint32_t versionOf(const at::Tensor& t) {
+  const c10::TensorImpl& impl = *t.unsafeGetTensorImpl();
+  if (compat::versionCounterIdentity(impl) == nullptr) return kNoVersion;
+  return impl.version_counter().current_version();
+}
+
+bool readable(const at::Tensor& t) {
+  if (t.layout() != at::kStrided || dtypeOf(t.scalar_type()) == format::Dtype::Unknown || t.is_quantized() ||
+      t.is_meta()) {
+    return false;
+  }
+  // Tensors without memory of their own: torch.compile's fake tensors and
+  // other Python subclasses (while it traces a model, the dispatcher shows
+  // their ops too), and functionalization's wrappers.
+  if (t.unsafeGetTensorImpl()->is_python_dispatch() || !t.has_storage()) return false;
+  return t.numel() == 0 || t.storage().data() != nullptr;
+}
+
+format::Tensor captureTensor(const at::Tensor& t, format::Role role, uint32_t position,
+                             uint32_t item, int level) {
+  format::Tensor out;
+  captureTensorInto(out, t, role, position, item, level);
+  return out;
+}
+
+void captureTensorInto(format::Tensor& out, const at::Tensor& t, format::Role role, uint32_t position,
+                       uint32_t item, int level) {
+  out.role = role;
+  out.position = position;
+  out.item = item;
+  out.dtype = dtypeOf(t.scalar_type());
+  out.device = t.device().str();
+  out.shape.assign(t.sizes().begin(), t.sizes().end());
+  bool strided = t.layout() == at::kStrided;
+  if (strided) out.strides.assign(t.strides().begin(), t.strides().end());
+  // Sparse, quantized and unknown element types keep their metadata only;
+  // device tensors get their values from captureOnDevice().
+  const bool here = t.device().is_cpu() && readable(t);
+  if (level >= 1 && here) {
+    out.stats = tensorStats(t);
+    out.has_stats = true;
+  }
+  if (level >= 2 && here) {
+    at::Tensor host = t.contiguous();  // itself when contiguous: no op, no autograd
+    out.data.assign(static_cast<const char*>(host.data_ptr()), host.nbytes());
+    out.has_data = true;
+  }
+}
+
+void captureValue(const c10::IValue& value, format::Role role, uint32_t position, const Capture& capture,
+                  CapturedOp& record) {
+  auto add = [&](const at::Tensor& t, uint32_t item) {
+    if (!t.defined()) return;
+    const bool garbage = capture.uninitialized && capture.uninitialized(t);
+    const int level = garbage ? 0 : capture.level;
+    const bool values = level >= 1 && readable(t);
+    ContentStore::Content content;
+    if (values && capture.contents != nullptr) content = capture.contents->identify(t, record.contents);
+    // Statistics read in place need no guard; level 2 then copies the same
+    // contiguous memory (t.contiguous() is t itself). A device tensor that
+    // only joins a batch runs no op either (a batch it fills takes its own
+    // guard; a filled output's constantStats runs one): on torch 1.13 and
+    // 2.x each guard copies and rebuilds the thread's callback list twice,
+    // about a microsecond per record.
+    const bool only_batched = capture.batch != nullptr && level < 2 && !t.device().is_cpu() && !capture.constant;
+    if (values && !content.ref && !capture.guard.held() && !statsReadInPlace(t) && !only_batched) {
+      capture.guard.need();
+    }
+    // A content an earlier record (or tensor) holds: metadata and its id.
+    format::Tensor& out = record_pool::appendTensor(record);
+    captureTensorInto(out, t, role, position, item, content.ref ? 0 : level);
+    out.uninitialized = garbage;
+    out.content = content.id;
+    // Level 2 on the CPU: an in-place op's output recorded as a delta on
+    // what the same tensor held at the op's start (format v8).
+    if (level >= 2 && values && content.id != 0 && t.device().is_cpu()) {
+      if (role == format::Role::Input && capture.writes != nullptr && capture.writes->writes(position)) {
+        keepDeltaBase(t, content, record);
+      } else if (role == format::Role::Output && !content.ref && !record.delta_bases.empty()) {
+        recordAsDelta(t, out, *capture.contents, record);
+      }
+    }
+    if (content.ref) {
+      out.content_ref = true;
+      out.has_stats = true;
+      out.has_data = level >= 2;
+    } else if (values && !t.device().is_cpu()) {
+      std::optional<format::Stats> known;
+      if (capture.constant) known = constantStats(*capture.constant, t.scalar_type(), statsElements(out));
+      if (known) {
+        out.stats = *known;
+        out.has_stats = true;
+      }
+      if (!known || level >= 2) captureOnDevice(t, level, record.tensors.size() - 1, record, capture.batch, !known);
+    }
+    if (capture.devices) capture.devices(record.tensors.back().device);
+    if (capture.hold != nullptr) {
+      capture.hold->tensors.push_back(t);
+      capture.hold->versions.push_back(versionOf(t));
+    }
+  };
+  if (value.isTensor()) {
+    add(value.toTensor(), 0);
+  } else if (value.isTensorList()) {
+    uint32_t item = 0;
+    for (const at::Tensor& t : value.toTensorVector()) add(t, item++);
+    // An empty list leaves no tensor behind: say so, for replay.
+    if (item == 0 && role == format::Role::Input) record.scalars.push_back({position, "[]"});
+  } else if (value.isList() && !value.isIntList() && !value.isDoubleList() && !value.isBoolList()) {
+    uint32_t item = 0;
+    for (const c10::IValue& element : value.toListRef()) {
+      if (element.isTensor()) add(element.toTensor(), item);
+      ++item;
+    }
+  } else if (role == format::Role::Input) {
+    std::string text = scalarText(value);
+    if (!text.empty()) record.scalars.push_back({position, std::move(text)});
+  }
+}
+
+}  // namespace acc::recorder

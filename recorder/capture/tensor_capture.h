@@ -1,0 +1,93 @@
+// Turns the IValues of an op (arguments, results, gradients) into format
+// records: tensors with metadata, statistics (level >= 1) and data (level 2),
+// and scalar arguments as text.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <ATen/core/ivalue.h>
+#include <ATen/core/grad_mode.h>
+#include <ATen/record_function.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string_view>
+
+#include "format/record.h"
+#include "recorder/observe/captured_op.h"
+#include "recorder/observe/op_writes.h"
+
+namespace acc::recorder {
+
+// Everything acc computes runs under this guard: the dispatcher does not
+// report it to any observer (acc's own included) and autograd does not see it.
+class CaptureGuard {
+ public:
+  CaptureGuard() = default;
+
+ private:
+  at::DisableRecordFunctionGuard no_observers_;
+  at::NoGradGuard no_grad_;
+};
+
+// A CaptureGuard taken at the first need() and held to the end of the
+// scope: most tensors are read straight from memory and need none, and on
+// torch 1.13 each guard rebuilds the thread's callback list twice.
+class LazyCaptureGuard {
+ public:
+  void need() {
+    if (!guard_) guard_.emplace();
+  }
+  bool held() const { return guard_.has_value(); }
+
+ private:
+  std::optional<CaptureGuard> guard_;
+};
+
+// How to capture the tensors of one op's arguments or results.
+struct Capture {
+  int level = 0;
+  std::function<void(const std::string&)> devices;  // told every tensor's device
+  // True for a tensor holding uninitialized memory: metadata only, flagged.
+  std::function<bool(const at::Tensor&)> uninitialized;
+  ContentStore* contents = nullptr;  // null: every tensor captured whole
+  StatsBatch* batch = nullptr;  // device statistics in batches; null: each tensor's alone
+  // Outputs of an op that fills them with one value (zero_, ones_like):
+  // device tensors' statistics are known without a kernel.
+  std::optional<double> constant;
+  WatchHold* hold = nullptr;  // ACC_WATCH: each tensor captured is held here too
+  // Inputs, level 2: the arguments the op writes. Their values at the start
+  // are kept so that the outputs on the same tensors are recorded as deltas
+  // (CapturedOp::delta_bases). Null: none kept.
+  const OpWrites* writes = nullptr;
+  // Held from the first tensor whose capture calls ops to the end of the batch.
+  mutable LazyCaptureGuard guard;
+};
+
+// Appends the tensors of `value` to `record` (scalars as text for inputs).
+// CPU tensors get their values now; device tensors queue them
+// (device_capture.h), and the caller ends the batch with markCopies().
+void captureValue(const c10::IValue& value, format::Role role, uint32_t position, const Capture& capture,
+                  CapturedOp& record);
+
+// Ops whose outputs hold whatever memory they got: their contents are not
+// results, so only their metadata is recorded.
+bool outputsUninitialized(std::string_view op);  // called at the end of every top-level op
+
+// Metadata of any tensor; statistics and data too for a CPU tensor.
+format::Tensor captureTensor(const at::Tensor& t, format::Role role, uint32_t position,
+                             uint32_t item, int level);
+// The same into `out`, an empty tensor (record_pool::appendTensor's).
+void captureTensorInto(format::Tensor& out, const at::Tensor& t, format::Role role, uint32_t position,
+                       uint32_t item, int level);
+
+// The version of t's autograd version counter; kNoVersion for tensors
+// without one (inference tensors, tensors inside a kernel).
+constexpr uint32_t kNoVersion = UINT32_MAX;
+uint32_t versionOf(const at::Tensor& t);
+
+// Whether acc can read the values of `t`: strided, a known element type, not
+// quantized, and with memory of its own (not meta, fake or a wrapper).
+bool readable(const at::Tensor& t);
+
+}  // namespace acc::recorder

@@ -1,0 +1,64 @@
+// An op record while it is being captured: the format's record plus what its
+// device tensors still owe it (statistics and data on their way to the host).
+#pragma once
+
+#include <ATen/ATen.h>
+#include <c10/core/Device.h>
+#include <c10/core/Event.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "format/record.h"
+#include "recorder/capture/content_store.h"
+#include "recorder/capture/device/stats_batch.h"
+
+namespace acc::recorder {
+
+// Values of one device tensor, copied into host memory behind the op's
+// kernels; readable once the event that follows the copy has completed.
+struct DeviceValues {
+  size_t tensor = 0;  // index in tensors
+  at::Tensor stats;   // host, kDeviceStatsSize float64 (level >= 1, summarised alone), or undefined
+  StatsTicket batched;  // level >= 1, summarised in a batch (stats_batch.h)
+  at::Tensor data;    // host, the tensor's bytes in row-major order (level 2), or undefined
+};
+
+// What ACC_WATCH keeps of a watched op until its outputs are judged
+// (watch.h): the op's tensors, one per entry of `tensors`, with their
+// versions when captured, and what an in-place op's overwritten input held
+// before the op ran.
+struct WatchHold {
+  std::vector<at::Tensor> tensors;
+  std::vector<uint32_t> versions;
+  std::vector<size_t> overwritten;           // indices in `tensors`
+  std::vector<int8_t> overwritten_nonfinite; // per entry: a Finiteness (CPU), -1 (device: below)
+  std::vector<StatsTicket> overwritten_stats;  // 1 per device entry, in order
+};
+
+// Level 2, CPU: what an input that the op writes held at the op's start.
+// Its output on the same tensor is recorded as the XOR of the two (format
+// v8, `delta_base`): an in-place update changes few of each value's bits.
+struct DeltaBase {
+  const c10::TensorImpl* impl = nullptr;  // compared only: the op holds the tensor
+  uint64_t content = 0;
+  uint8_t depth = 0;                      // its own content's delta chain
+  size_t tensor = SIZE_MAX;  // its bytes are this input's `data` (defined by this record)
+  std::string bytes;         // else a copy (it was a reference to an earlier record's)
+};
+
+struct CapturedOp : format::OpRecord {
+  std::vector<DeviceValues> device_values;
+  std::vector<c10::Device> unmarked;  // devices with copies that no event follows yet
+  std::vector<c10::Event> events;     // one per device and capture batch
+  // Contents this record defines: referable once it is queued.
+  std::vector<ContentStore::Pending> contents;
+  std::unique_ptr<WatchHold> watch;  // ACC_WATCH only
+  std::vector<DeltaBase> delta_bases;  // between an op's start and its outputs' capture
+
+  bool inFlight() const { return !device_values.empty(); }
+};
+
+}  // namespace acc::recorder

@@ -1,0 +1,723 @@
+// The dispatcher callbacks, one file of about 700 lines on purpose: every
+// function here is one step of an op's life (start, capture, writes and
+// versions, gradient hooks, end) on the per-op context and per-thread state
+// declared below, which a split would have to publish in a header for every
+// room to see. observer.h is the interface; the helpers it needs from other
+// rooms (selection, op writes, backward links, capture) live there.
+#include "recorder/observe/observer.h"
+
+#include <ATen/core/function_schema.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <optional>
+#include <chrono>
+#include <cstring>
+#include <algorithm>
+#include <charconv>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+#include "recorder/collectives/collectives.h"
+#include "recorder/capture/device/device_capture.h"
+#include "recorder/observe/emit_record.h"
+#include "recorder/ivalue_tensors.h"
+#include "recorder/python/module_paths.h"
+#include "recorder/observe/op_writes.h"
+#include "recorder/python/python_hooks.h"
+#include "recorder/write/record_pool.h"
+#include "recorder/session/session.h"
+#include "recorder/capture/tensor_capture.h"
+#include "recorder/torch_compat.h"
+#include "recorder/watch/watch.h"
+
+namespace acc::recorder::observer {
+namespace {
+
+using format::Pass;
+using format::Role;
+
+at::CallbackHandle g_handle = 0;
+
+// Events of record_function() itself, not ops.
+bool isProfilerEvent(const char* name) { return std::strncmp(name, "profiler::", 10) == 0; }
+
+// torch.compile's own scopes (torch 2.x): the guard check before a compiled
+// frame and the frame itself ("Torch-Compiled Region: 0/0"). They carry no
+// tensors and their numbering follows recompilations, so they are not ops:
+// what runs inside is, CompiledFunction (the compiled graph as an autograd
+// function, with its inputs) first among them.
+bool isCompileScope(const char* name) {
+  return std::strncmp(name, "Torch-Compiled Region", 21) == 0 ||
+         std::strcmp(name, "TorchDynamo Cache Lookup") == 0;
+}
+
+// The autograd engine's wrapper around one node: it holds the node's
+// BACKWARD_FUNCTION event and engine work (such as reducing a gradient to
+// its input's shape) that belongs to no forward op.
+bool isEngineScope(const char* name) {
+  return std::strncmp(name, "autograd::engine::evaluate_function", 35) == 0;
+}
+
+bool isNotAnOp(const char* node) {
+  return std::strcmp(node, "torch::autograd::AccumulateGrad") == 0 ||
+         std::strcmp(node, "torch::autograd::GraphRoot") == 0;
+}
+
+uint64_t nowNs() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+}
+
+void finishRecord(Session& s, std::unique_ptr<CapturedOp> record);
+
+struct ThreadState {
+  int depth = 0;         // ops (and autograd nodes) entered on this thread
+  int engine_depth = 0;  // autograd engine scopes entered
+  // A backward record waits here between its node's end and the node's post
+  // hook, which adds the gradients the node produced.
+  std::unique_ptr<CapturedOp> pending;
+  uint64_t pending_seq = 0;
+  // The device this thread last told the session about: almost every
+  // tensor is on the same one, and telling takes the session's lock.
+  std::string last_device;
+  // A backward record's names while they are built, in buffers kept from
+  // node to node.
+  std::string name, forward_name;
+
+  ~ThreadState() {
+    // A node whose hook never ran is recorded when its backward pass ends
+    // (onEnd). One still here belongs to a thread that left mid-pass; at
+    // exit the encoder's thread-local buffer may already be gone, so it is
+    // counted, not written.
+    Session* s = Session::active();
+    if (pending && s != nullptr) s->counts().capture_errors.fetch_add(1, std::memory_order_relaxed);
+  }
+};
+thread_local ThreadState tls;
+
+struct OpContext : at::ObserverContext {
+  // One per op: its memory is reused (RecordFunction frees it through the
+  // base's virtual destructor, which finds these).
+  static void* operator new(size_t size) { return record_pool::takeBlock(size); }
+  static void operator delete(void* p, size_t size) { record_pool::giveBlock(p, size); }
+
+  bool entered = false;  // counted in tls.depth
+  bool top_level_forward = false;  // called by user code, outside any op
+  std::vector<at::Tensor> writes;  // uninitialized storages this op writes
+  // A top-level in-place op's written arguments and their versions at its
+  // start (checkVersions).
+  std::vector<std::pair<at::Tensor, uint32_t>> versions;
+  bool engine_scope = false;  // counted in tls.engine_depth
+  bool optimizer_step = false;
+  bool named = false;  // numbered and offered to the selector
+  bool forward = false;  // a named forward op: number and step are set
+  uint64_t thread = 0;
+  uint64_t seq_begin = 0;
+  uint64_t number = 0;  // n of {op}.{n}.fwd
+  int64_t step = 0;
+  std::unique_ptr<CapturedOp> record;
+  bool hooked = false;
+  uint64_t backward_seq = 0;
+  RandomTape::Op random;  // ACC_RANDOM: a random op's draw to save or replay
+  bool collective = false;  // a c10d:: op: its results arrive after its end
+  c10::IValue filled;       // a collective returning only its work: argument 0, which it fills
+};
+
+// Where a finished record goes: to the writer, or to the NaN/Inf watch,
+// which judges it and writes only what it finds.
+void finishRecord(Session& s, std::unique_ptr<CapturedOp> record) {
+  if (Watch* watch = s.watch()) {
+    watch->finish(s, std::move(record));
+  } else {
+    emitRecord(s, std::move(record));
+  }
+}
+
+void flushPending(Session& s) {
+  if (tls.pending) finishRecord(s, std::move(tls.pending));
+}
+
+// `module`: the op's module path (a backward record's forward op's), null
+// when unknown; records carry one whenever the module hooks are in.
+// `name` and `op` are copied into the buffers of a recycled record.
+std::unique_ptr<CapturedOp> newRecord(Session& s, std::string_view name, std::string_view op, Pass pass,
+                                       uint64_t number, int64_t step, const std::string* module) {
+  std::unique_ptr<CapturedOp> r = record_pool::take();
+  r->index = s.nextIndex();
+  r->name.assign(name);
+  r->op.assign(op);
+  r->pass = pass;
+  r->op_number = number;
+  r->step = step;
+  r->depth = static_cast<uint32_t>(tls.depth - 1);
+  r->thread = compat::currentThreadId();
+  r->start_ns = nowNs();
+  if (PythonHooks::instance().installed()) {
+    r->has_module = true;
+    if (module != nullptr) r->module.assign(*module);
+  }
+  if (s.config().stack != env::StackMode::None) r->stack_id = s.stacks().capture();
+  if (s.watch() != nullptr) r->watch = std::make_unique<WatchHold>();
+  return r;
+}
+
+// The value an op fills all of its output with, when its name and
+// arguments say so (zero_grad's zero_, ones_like, fill_ with a number).
+std::optional<double> filledWith(const CapturedOp& r) {
+  static const char* const kZeros[] = {"aten::zero_", "aten::zeros", "aten::zeros_like", "aten::new_zeros"};
+  static const char* const kOnes[] = {"aten::ones", "aten::ones_like", "aten::new_ones"};
+  for (const char* name : kZeros) {
+    if (r.op == name) return 0.0;
+  }
+  for (const char* name : kOnes) {
+    if (r.op == name) return 1.0;
+  }
+  if (r.op == "aten::fill_" && r.has_overload && r.overload != "Scalar") return std::nullopt;
+  if (r.op == "aten::fill_") {
+    // fill_(self, value): the value's text when it is a number (fill_.Tensor
+    // passes a tensor, which has none).
+    for (const format::Scalar& a : r.scalars) {
+      if (a.position != 1 || a.value.empty()) continue;
+      if (a.value == "True") return 1.0;
+      if (a.value == "False") return 0.0;
+      char* end = nullptr;
+      const double v = std::strtod(a.value.c_str(), &end);
+      if (end != nullptr && *end == '\0') return v;
+    }
+  }
+  return std::nullopt;
+}
+
+// `dedup` false: every tensor captured whole (a collective's results,
+// written where no version counter sees them). `first_metadata`: argument 0
+// holds no data yet (the buffer a collective fills).
+void captureAll(Session& s, c10::ArrayRef<const c10::IValue> values, Role role, CapturedOp& r, bool dedup = true,
+                bool first_metadata = false, const OpWrites* writes = nullptr) {
+  // Capture takes the guard (CaptureGuard: acc's own ops unobserved and out
+  // of autograd) only for tensors whose values it reads through ops.
+  Capture capture;
+  // The watch keeps metadata and holds the tensors; it captures values
+  // only for the op it finds.
+  capture.level = r.watch ? 0 : s.config().level;
+  capture.hold = r.watch.get();
+  capture.devices = [&s](const std::string& d) {
+    if (d == tls.last_device) return;
+    s.noteDevice(d);
+    tls.last_device = d;
+  };
+  capture.contents = r.watch || !dedup ? nullptr : s.contents();
+  capture.batch = s.statsBatch();
+  if (capture.contents != nullptr && capture.level >= 2) capture.writes = writes;
+  if (role == Role::Output) capture.constant = filledWith(r);
+  if (role == Role::Output && outputsUninitialized(r.op)) {
+    capture.uninitialized = [](const at::Tensor&) { return true; };
+  } else if (role == Role::Input || role == Role::Output) {
+    capture.uninitialized = [&s](const at::Tensor& t) { return s.uninitialized().contains(t); };
+  }
+  r.tensors.reserve(r.tensors.size() + values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i == 0 && first_metadata) {
+      const int level = capture.level;
+      capture.level = 0;
+      captureValue(values[i], role, 0, capture, r);
+      capture.level = level;
+    } else {
+      captureValue(values[i], role, static_cast<uint32_t>(i), capture, r);
+    }
+  }
+  markCopies(r);
+}
+
+// Runs at the start of every forward op, recorded or not (inputs can only
+// be read at the start): which tracked uninitialized storages it writes.
+void noteWrites(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
+  UninitializedMemory& memory = s.uninitialized();
+  if (memory.empty()) return;
+  c10::ArrayRef<const c10::IValue> inputs = fn.inputs();
+  const OpWrites* writes = nullptr;  // looked up only when needed
+  // False once the op's schema turned out unknown: nothing more to learn.
+  auto note = [&](size_t i, const at::Tensor& t) {
+    if (!memory.contains(t)) return true;
+    if (writes == nullptr) writes = &opWrites(fn);
+    if (!writes->known) return false;
+    if (writes->writes(i)) ctx.writes.push_back(t);
+    return true;
+  };
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].isTensor()) {
+      if (!note(i, inputs[i].toTensor())) return;
+    } else if (inputs[i].isTensorList()) {
+      for (const c10::IValue& t : inputs[i].toListRef()) {
+        if (!note(i, t.toTensor())) return;
+      }
+    }
+  }
+}
+
+// In-place ops that change a tensor's autograd state or geometry, never its
+// values: detach_ bumps no version by design, and a new geometry or storage
+// is a new content anyway (ContentStore compares them).
+bool changesOnlyMetadata(std::string_view name) {
+  static const std::unordered_set<std::string_view> ops = {
+      "aten::detach_",  "aten::squeeze_", "aten::unsqueeze_", "aten::transpose_", "aten::t_",
+      "aten::swapdims_", "aten::swapaxes_", "aten::as_strided_", "aten::resize_", "aten::resize_as_",
+      "aten::set_"};
+  return ops.count(name) != 0;
+}
+
+// Runs at the start of a top-level in-place op (its name ends in "_"):
+// the versions of the arguments it writes. At this level every write goes
+// through ADInplaceOrView, which bumps them; torch 2.1's _foreach_ ops on
+// a device do not, so the content store would take a parameter the
+// optimizer updated for the content it held before (checkVersions).
+void noteVersions(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
+  if (s.contents() == nullptr || !ctx.top_level_forward) return;
+  const char* name = fn.name();
+  const size_t length = std::strlen(name);
+  if (length == 0 || name[length - 1] != '_' || changesOnlyMetadata(name)) return;
+  c10::ArrayRef<const c10::IValue> inputs = fn.inputs();
+  for (uint16_t i : opWrites(fn).written) {
+    if (i >= inputs.size()) continue;
+    forEachTensor(inputs[i], [&](const at::Tensor& t) {
+      if (!t.defined() || compat::versionCounterIdentity(*t.unsafeGetTensorImpl()) == nullptr) return;
+      ctx.versions.emplace_back(t, t.unsafeGetTensorImpl()->version_counter().current_version());
+    });
+  }
+}
+
+// Runs at the end of such an op, before its outputs are identified: an
+// argument whose version did not move was written behind its counter.
+// (noteVersions notes nothing without a content store.)
+void checkVersions(Session& s, OpContext& ctx) {
+  for (const auto& [t, version] : ctx.versions) {
+    if (t.unsafeGetTensorImpl()->version_counter().current_version() == version) s.contents()->writtenUnseen(t);
+  }
+  ctx.versions.clear();
+}
+
+// Runs at the end of every forward op, before its outputs are read (an
+// in-place op's output is the input it wrote).
+void trackUninitialized(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
+  UninitializedMemory& memory = s.uninitialized();
+  for (const at::Tensor& t : ctx.writes) memory.written(t);
+  ctx.writes.clear();
+  if (ctx.top_level_forward && outputsUninitialized(fn.name())) {
+    for (const c10::IValue& v : fn.outputs()) {
+      if (v.isTensor()) memory.add(v.toTensor());
+    }
+  }
+}
+
+class GradOutHook : public compat::PostHook {
+ public:
+  explicit GradOutHook(uint64_t seq) : seq_(seq) {}
+
+  compat::VariableList operator()(const compat::VariableList& outputs,
+                                  const compat::VariableList& /*grad_outputs*/) override {
+    Session* s = Session::active();
+    if (s == nullptr || !tls.pending || tls.pending_seq != seq_) return outputs;
+    try {
+      std::vector<c10::IValue> values(outputs.begin(), outputs.end());
+      captureAll(*s, c10::ArrayRef<const c10::IValue>(values.data(), values.size()), Role::GradOut, *tls.pending);
+    } catch (...) {
+      s->counts().capture_errors.fetch_add(1, std::memory_order_relaxed);
+    }
+    finishRecord(*s, std::move(tls.pending));
+    return outputs;
+  }
+
+ private:
+  uint64_t seq_;
+};
+
+// Hooks the autograd nodes an op created (reachable from its outputs and
+// numbered inside the op's claimed range).
+void hookNodes(Session& s, const std::vector<c10::IValue>& outputs, uint64_t thread,
+               const BackwardLinks::Claimed& claimed) {
+  std::vector<torch::autograd::Node*> todo;
+  for (const c10::IValue& v : outputs) {
+    if (v.isTensor() && v.toTensor().defined() && v.toTensor().grad_fn()) {
+      todo.push_back(v.toTensor().grad_fn().get());
+    }
+  }
+  std::unordered_set<torch::autograd::Node*> seen;
+  while (!todo.empty()) {
+    torch::autograd::Node* node = todo.back();
+    todo.pop_back();
+    if (!seen.insert(node).second ||
+        !std::binary_search(claimed.begin(), claimed.end(), node->sequence_nr())) {
+      continue;
+    }
+    node->add_post_hook(std::make_unique<GradOutHook>(node->sequence_nr()));
+    s.links().markHooked(thread, node->sequence_nr());
+    for (const auto& edge : node->next_edges()) {
+      if (edge.function) todo.push_back(edge.function.get());
+    }
+  }
+}
+
+// ACC_GRADS: one record per parameter and optimizer step, named after the
+// parameter, with its gradient as input 0; every filter but the ranks passes
+// it (python_hooks.h hands it over through an aten::alias op).
+void recordGradient(Session& s, const at::RecordFunction& fn, const std::string& parameter) {
+  auto r = std::make_unique<CapturedOp>();
+  r->index = s.nextIndex();
+  r->name = "grad::" + parameter;
+  r->op = format::kGradientOp;
+  r->pass = Pass::Forward;
+  r->step = s.step();
+  r->thread = compat::currentThreadId();
+  r->start_ns = r->end_ns = nowNs();
+  r->has_module = true;
+  const size_t dot = parameter.rfind('.');
+  r->module = dot == std::string::npos ? std::string() : parameter.substr(0, dot);
+  c10::ArrayRef<const c10::IValue> inputs = fn.inputs();
+  captureAll(s, inputs.slice(0, std::min<size_t>(inputs.size(), 1)), Role::Input, *r);
+  emitRecord(s, std::move(r));
+}
+
+// Top-level ops are those user code called: forward ops outside any other
+// op and outside the engine's own work, and autograd nodes. Collectives are
+// named wherever they run (DDP's all-reduce runs inside the engine's work,
+// in a gradient hook).
+std::unique_ptr<OpContext> enter(Session& s, bool backward, const char* name) {
+  auto ctx = std::make_unique<OpContext>();
+  ctx->entered = true;
+  ctx->top_level_forward = !backward && tls.depth == 0 && tls.engine_depth == 0;
+  ctx->collective = !backward && isCollective(name);
+  ctx->named = s.config().nested || (tls.depth == 0 && (backward || tls.engine_depth == 0)) || ctx->collective;
+  ++tls.depth;
+  return ctx;
+}
+
+std::string& appendNumber(std::string& out, uint64_t n) {
+  char digits[24];
+  const auto end = std::to_chars(digits, digits + sizeof digits, n).ptr;
+  return out.append(digits, static_cast<size_t>(end - digits));
+}
+
+// {op}.{n}.{pass} into `out`, replacing what it held (in its buffer).
+void recordNameInto(std::string& out, std::string_view op, uint64_t n, const char* pass) {
+  appendNumber(out.assign(op).append("."), n).append(".").append(pass);
+}
+
+void forwardNameInto(std::string& out, std::string_view op, uint64_t n) { recordNameInto(out, op, n, "fwd"); }
+
+std::string forwardName(std::string_view op, uint64_t n) {
+  std::string name;
+  forwardNameInto(name, op, n);
+  return name;
+}
+
+void startForward(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
+  ctx.thread = compat::currentThreadId();
+  ctx.seq_begin = compat::peekSequenceNr();
+  ctx.forward = true;
+  ctx.step = s.step();
+  // Collectives count apart, so that the ops of a distributed run are
+  // named as those of a run on one process.
+  ctx.number = ctx.collective ? s.nextCollectiveNumber() : s.nextForwardNumber();
+  const std::string_view op = fn.name();
+  s.counts().ops_seen.fetch_add(1, std::memory_order_relaxed);
+  // The name is built before the selector only for ACC_OP_RANGE, which
+  // matches it; otherwise only for the ops that are recorded, in their
+  // record's buffer.
+  const std::string name = s.selector().matchesNames() ? forwardName(op, ctx.number) : std::string();
+  const std::string& module = ModulePaths::current();
+  if (!s.selector().select(name, op, "", false, ctx.step, module)) {
+    s.counts().skipped.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  std::string autocast = s.numerics().onRecordedOp();
+  ctx.record = newRecord(s, name, op, Pass::Forward, ctx.number, ctx.step, &module);
+  if (name.empty()) forwardNameInto(ctx.record->name, op, ctx.number);
+  if (!autocast.empty()) {
+    ctx.record->has_autocast = true;
+    ctx.record->autocast = std::move(autocast);
+  }
+  ctx.record->sequence_nr = fn.seqNr();
+  if (s.config().level >= 2) {
+    // Replay (replay/) needs the exact overload; its lookup copies two
+    // strings, so only level 2, which records the data replay needs too.
+    if (auto name = fn.operator_name()) {
+      ctx.record->has_overload = true;
+      ctx.record->overload = name->overload_name;
+    }
+  }
+  // Inputs are read now, before an in-place op overwrites them.
+  c10::ArrayRef<const c10::IValue> inputs = fn.inputs();
+  if (s.config().inputs) {
+    // Level 2: what the arguments an op writes hold now, for its outputs'
+    // deltas. Not for an op that fills its output with one value
+    // (zero_grad's zero_): a constant stores smaller than any delta, and the
+    // copy of every gradient would be wasted.
+    const bool deltas = s.config().level >= 2 && s.contents() != nullptr && !ctx.collective && !filledWith(*ctx.record);
+    const OpWrites* writes = deltas ? &opWrites(fn) : nullptr;
+    captureAll(s, inputs, Role::Input, *ctx.record, true, ctx.collective && fillsArgument0(op), writes);
+  }
+  if (ctx.collective && !inputs.empty()) ctx.filled = inputs[0];
+  if (Watch* watch = s.watch()) watch->noteOverwrittenInputs(*ctx.record);
+}
+
+// A collective's results (its tensor outputs, or the argument it fills when
+// it returns only its work) are captured once its work has completed.
+void endCollective(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
+  std::vector<c10::IValue> results;
+  for (const c10::IValue& v : fn.outputs()) {
+    if (v.isTensor() || v.isTensorList() || v.isList()) results.push_back(v);
+  }
+  if (results.empty() && (ctx.filled.isTensor() || ctx.filled.isTensorList() || ctx.filled.isList())) {
+    results.push_back(ctx.filled);
+  }
+  ctx.filled = c10::IValue();
+  // Written behind the version counters: later reads are not references
+  // to what these storages held before.
+  if (ContentStore* contents = s.contents()) {
+    for (const c10::IValue& v : results) {
+      if (v.isTensor()) contents->writtenUnseen(v.toTensor());
+      if (v.isTensorList()) {
+        for (const at::Tensor& t : v.toTensorVector()) contents->writtenUnseen(t);
+      }
+    }
+  }
+  auto pending = std::make_shared<std::unique_ptr<CapturedOp>>(std::move(ctx.record));
+  auto complete = [&s, pending, results = std::move(results)] {
+    std::unique_ptr<CapturedOp> record = std::move(*pending);
+    if (!record) return;
+    try {
+      if (s.config().outputs) {
+        captureAll(s, c10::ArrayRef<const c10::IValue>(results.data(), results.size()), Role::Output, *record,
+                   /*dedup=*/false);
+      }
+      record->end_ns = nowNs();
+      finishRecord(s, std::move(record));
+    } catch (...) {
+      s.counts().capture_errors.fetch_add(1, std::memory_order_relaxed);
+    }
+  };
+  s.counts().collectives_pending.fetch_add(1, std::memory_order_relaxed);
+  // Counted pending until its record is queued: Session::stop() waits for
+  // that, and one completing after the session stopped stays counted as
+  // unfinished in the manifest instead of vanishing.
+  auto done = [&s, complete] {
+    if (Session::active() != &s) return;
+    complete();
+    s.counts().collectives_pending.fetch_sub(1, std::memory_order_relaxed);
+  };
+  if (!whenComplete(fn.outputs(), done)) {
+    // No work to wait for (or no future to wait with): as good as now.
+    s.counts().collectives_pending.fetch_sub(1, std::memory_order_relaxed);
+    complete();
+  }
+}
+
+void endForward(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
+  const uint64_t seq_end = compat::peekSequenceNr();
+  if (seq_end > ctx.seq_begin) {
+    // Only ops that made autograd nodes need a link for their backward.
+    auto op = std::make_shared<ForwardOp>(fn.name(), ctx.number, ctx.step, ModulePaths::current());
+    auto claimed = s.links().claim(ctx.thread, ctx.seq_begin, seq_end, op);
+    if (!claimed.empty() && s.config().records(env::Passes::Backward) &&
+        s.selector().stepSelected(ctx.step)) {
+      hookNodes(s, fn.outputs(), ctx.thread, claimed);
+    }
+  }
+  if (!ctx.record) return;
+  if (ctx.collective) {
+    endCollective(s, fn, ctx);
+    return;
+  }
+  if (s.config().outputs) {
+    const std::vector<c10::IValue>& outputs = fn.outputs();
+    captureAll(s, c10::ArrayRef<const c10::IValue>(outputs.data(), outputs.size()), Role::Output, *ctx.record);
+  }
+  ctx.record->delta_bases.clear();  // their copies are not the writer's to hold
+  ctx.record->end_ns = nowNs();
+  finishRecord(s, std::move(ctx.record));
+}
+
+void startBackward(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
+  const char* node = fn.name();
+  if (isNotAnOp(node)) return;
+  const uint64_t seq = static_cast<uint64_t>(fn.seqNr());
+  auto link = s.links().take(fn.forwardThreadId(), seq);
+  // Built in this thread's buffers, kept from node to node.
+  std::string& name = tls.name;
+  std::string& forward_name = tls.forward_name;
+  std::string_view op;
+  uint64_t n;
+  uint32_t k = 1;  // the forward op's k-th node: .bwd.k from the second on
+  const std::string* module = nullptr;
+  forward_name.clear();
+  if (link.op) {
+    module = &link.op->module;
+    op = link.op->op;
+    n = link.op->number;
+    k = ++link.op->backward_nodes;
+    forwardNameInto(forward_name, op, n);
+  } else {
+    op = node;
+    n = s.nextUnlinkedNumber();
+  }
+  recordNameInto(name, op, n, "bwd");
+  if (k > 1) appendNumber(name.append("."), k);
+  const int64_t step = s.step();
+  s.counts().ops_seen.fetch_add(1, std::memory_order_relaxed);
+  if (!s.selector().select(name, op, node, true, step, module != nullptr ? *module : std::string_view())) {
+    s.counts().skipped.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  ctx.record = newRecord(s, name, op, Pass::Backward, n, step, module);
+  ctx.record->grad_fn.assign(node);
+  ctx.record->forward_name.assign(forward_name);
+  ctx.record->sequence_nr = fn.seqNr();
+  ctx.hooked = link.hooked;
+  ctx.backward_seq = seq;
+  // Gradients flowing in are those of the forward op's outputs.
+  if (s.config().outputs) captureAll(s, fn.inputs(), Role::GradIn, *ctx.record);
+}
+
+void endBackward(Session& s, OpContext& ctx) {
+  if (!ctx.record) return;
+  ctx.record->end_ns = nowNs();
+  // Gradients flowing out (those of the forward op's inputs) arrive in the
+  // node's post hook, right after this end.
+  if (ctx.hooked && s.config().inputs) {
+    tls.pending = std::move(ctx.record);
+    tls.pending_seq = ctx.backward_seq;
+  } else {
+    finishRecord(s, std::move(ctx.record));
+  }
+}
+
+std::unique_ptr<at::ObserverContext> onStart(const at::RecordFunction& fn) {
+  Session* s = Session::active();
+  if (s == nullptr) return nullptr;
+  PythonHooks::instance().tryInstall(s->config().quiet);
+  const at::RecordScope scope = fn.scope();
+  if (scope == at::RecordScope::USER_SCOPE) {
+    if (std::strncmp(fn.name(), "Optimizer.step#", 15) != 0) return nullptr;
+    auto ctx = std::make_unique<OpContext>();
+    ctx->optimizer_step = true;
+    // Before the optimizer reads them: the gradients the step uses.
+    if (s->config().grads) PythonHooks::instance().handOverGradients();
+    return ctx;
+  }
+  if (s->config().grads && scope == at::RecordScope::FUNCTION) {
+    std::string& gradient = PythonHooks::pendingGradient();
+    if (!gradient.empty()) {
+      try {
+        recordGradient(*s, fn, gradient);
+      } catch (...) {
+        s->counts().capture_errors.fetch_add(1, std::memory_order_relaxed);
+      }
+      gradient.clear();
+      return nullptr;  // the hand-over's own op: no record, no number
+    }
+  }
+  if (scope != at::RecordScope::FUNCTION && scope != at::RecordScope::BACKWARD_FUNCTION) {
+    return nullptr;
+  }
+  if (isProfilerEvent(fn.name())) return nullptr;
+  if (isCompileScope(fn.name())) {
+    // Compiled kernels write memory without the dispatcher seeing it: the
+    // device tensors waiting for their statistics are summarised first.
+    if (StatsBatch* batch = s->statsBatch()) batch->flush();
+    return nullptr;
+  }
+  if (isEngineScope(fn.name())) {
+    auto ctx = std::make_unique<OpContext>();
+    ctx->engine_scope = true;
+    ++tls.engine_depth;
+    return ctx;
+  }
+  const bool backward = scope == at::RecordScope::BACKWARD_FUNCTION;
+  if (backward) flushPending(*s);
+  auto ctx = enter(*s, backward, fn.name());
+  RandomTape* tape = s->random();
+  try {
+    if (!backward) {
+      noteWrites(*s, fn, *ctx);
+      noteVersions(*s, fn, *ctx);
+    }
+    if (tape != nullptr) {
+      if (tls.depth == 1) RandomTape::outerStarted(fn.name());
+      if (!backward) ctx->random = tape->started(fn);
+    }
+  } catch (...) {
+    s->counts().capture_errors.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (ctx->named) {
+    try {
+      if (backward) startBackward(*s, fn, *ctx);
+      else startForward(*s, fn, *ctx);
+      if (tape != nullptr && !backward && tls.depth == 1) RandomTape::outerNumbered(ctx->number);
+    } catch (...) {
+      // acc must never fail the op it observes.
+      s->counts().capture_errors.fetch_add(1, std::memory_order_relaxed);
+      ctx->record.reset();
+    }
+  }
+  // Every op, recorded or not (a nested op may write what an outer op only
+  // reads), after its own inputs joined the batch: device tensors it is
+  // about to write are copied first; a collective writes behind the
+  // dispatcher, so the batch runs before it.
+  if (StatsBatch* batch = s->statsBatch(); batch != nullptr && !backward) {
+    try {
+      if (ctx->collective) batch->flush();
+      else batch->beforeOp(fn);
+    } catch (...) {
+      s->counts().capture_errors.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  return ctx;
+}
+
+void onEnd(const at::RecordFunction& fn, at::ObserverContext* base) {
+  auto* ctx = static_cast<OpContext*>(base);
+  if (ctx == nullptr) return;
+  if (ctx->entered) --tls.depth;
+  if (ctx->engine_scope) --tls.engine_depth;
+  Session* s = Session::active();
+  if (s == nullptr) return;
+  try {
+    // The backward pass is over (or a node threw and unwound it): a node
+    // whose post hook never ran is recorded with what it has.
+    if (ctx->engine_scope && tls.engine_depth == 0) flushPending(*s);
+    if (ctx->optimizer_step) {
+      s->advanceStep();
+    } else if (ctx->named && fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
+      endBackward(*s, *ctx);
+    } else if (ctx->entered && fn.scope() == at::RecordScope::FUNCTION) {
+      trackUninitialized(*s, fn, *ctx);
+      checkVersions(*s, *ctx);
+      // Before its outputs are recorded: a replayed draw is what the
+      // program goes on with.
+      if (ctx->random.kind != RandomKind::None) s->random()->ended(fn, ctx->random, s->step());
+      if (ctx->forward) endForward(*s, fn, *ctx);
+    }
+  } catch (...) {
+    s->counts().capture_errors.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+}  // namespace
+
+void install() {
+  g_handle = at::addGlobalCallback(at::RecordFunctionCallback(onStart, onEnd)
+                                       .needsInputs(true)
+                                       .needsOutputs(true)
+                                       .scopes({at::RecordScope::FUNCTION,
+                                                at::RecordScope::BACKWARD_FUNCTION,
+                                                at::RecordScope::USER_SCOPE}));
+}
+
+void uninstall() {
+  if (g_handle != 0) at::removeCallback(g_handle);
+  g_handle = 0;
+}
+
+}  // namespace acc::recorder::observer

@@ -1,0 +1,73 @@
+#include "recorder/observe/op_writes.h"
+
+#include <ATen/core/function_schema.h>
+
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace acc::recorder {
+namespace {
+
+// Arguments ops write without their schema saying so, and without moving
+// the version counter: torch 1.13's batch norms (native_batch_norm,
+// cudnn_batch_norm, ...) update their running statistics in place.
+bool writesUnannounced(const std::string& argument) {
+  return argument == "running_mean" || argument == "running_var";
+}
+
+struct Entry {
+  std::string name;  // checked on each hit: the key is an address
+  OpWrites writes;
+};
+
+// Keyed by the op's name as RecordFunction holds it: for a dispatcher op a
+// pointer into its schema, one per overload for as long as the op is
+// registered. Named scopes hold their own strings and are not cached.
+struct Cache {
+  std::shared_mutex mutex;
+  std::unordered_map<const char*, std::unique_ptr<Entry>> entries;
+  std::vector<std::unique_ptr<Entry>> replaced;  // kept: other threads may still read them
+};
+
+Cache& cache() {
+  static Cache* const c = new Cache;  // never destroyed: ops run until the process ends
+  return *c;
+}
+
+const OpWrites kUnknown{};
+
+}  // namespace
+
+const OpWrites& opWrites(const at::RecordFunction& fn) {
+  const char* name = fn.name();
+  Cache& c = cache();
+  {
+    std::shared_lock<std::shared_mutex> lock(c.mutex);
+    auto it = c.entries.find(name);
+    if (it != c.entries.end() && std::strcmp(it->second->name.c_str(), name) == 0) return it->second->writes;
+  }
+  const auto schema = fn.operator_schema();
+  if (!schema) return kUnknown;
+  auto e = std::make_unique<Entry>();
+  e->name = name;
+  e->writes.known = true;
+  const auto& args = schema->arguments();
+  for (size_t i = 0; i < args.size(); ++i) {
+    if ((args[i].alias_info() != nullptr && args[i].alias_info()->isWrite()) || writesUnannounced(args[i].name())) {
+      e->writes.written.push_back(static_cast<uint16_t>(i));
+    }
+  }
+  std::unique_lock<std::shared_mutex> lock(c.mutex);
+  std::unique_ptr<Entry>& slot = c.entries[name];
+  if (slot && slot->name == e->name) return slot->writes;  // another thread was first
+  if (slot) c.replaced.push_back(std::move(slot));        // an op registered again at this address
+  slot = std::move(e);
+  return slot->writes;
+}
+
+}  // namespace acc::recorder
