@@ -9,25 +9,21 @@
 
 namespace {
 
-constexpr const char* kUsage =
-    "usage: acc-analyzer COMMAND [ARGS]\n"
-    "\n"
-    "Reads recordings made by libacc.so (LD_PRELOAD=libacc.so python train.py).\n"
-    "\n"
-    "commands:\n"
-    "  list DIR [--json] [--stacks]   records in execution order\n"
-    "  compare DIR0 DIR1 [-o OUT]     the op where DIR1 starts to differ from DIR0\n"
-    "  check DIR [-o OUT]             ops whose kernel does not reproduce its own\n"
-    "                                 output when run again on the CPU (level 2)\n"
-    "  show DIR NAME [--json]         one record: tensors, statistics, stack\n"
-    "  export DIR -o OUT              tensor data as .npy files (level 2), or the\n"
-    "                                 recording as an msprobe dump (--format msprobe)\n"
-    "  repro DIR NAME -o OUT          one op's inputs and a Python script that runs\n"
-    "                                 it on a device against float64 (level 2)\n"
-    "\n"
-    "`acc-analyzer COMMAND --help` describes one command.\n"
-    "Exit codes: 0 success, 1 divergence found (compare) or a wrong kernel (check),\n"
-    "2 usage or input error.\n";
+// The usage text, its commands from kCommands.
+std::string usage() {
+  std::string u =
+      "usage: acc-analyzer COMMAND [ARGS]\n"
+      "\n"
+      "Reads recordings made by libacc.so (LD_PRELOAD=libacc.so python train.py).\n"
+      "\n"
+      "commands:\n";
+  for (const auto& c : acc::analyzer::kCommands) u += c.synopsis;
+  return u +
+         "\n"
+         "`acc-analyzer COMMAND --help` describes one command.\n"
+         "Exit codes: 0 success, 1 divergence found (compare) or a wrong kernel (check),\n"
+         "2 usage or input error.\n";
+}
 
 }  // namespace
 
@@ -38,7 +34,7 @@ int main(int argc, char** argv) {
   // fixed threshold gives them back to the system as soon as they are freed.
   mallopt(M_MMAP_THRESHOLD, 1 << 20);
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
-    (argc < 2 ? std::cerr : std::cout) << kUsage;
+    (argc < 2 ? std::cerr : std::cout) << usage();
     return argc < 2 ? acc::analyzer::kExitInput : acc::analyzer::kExitOk;
   }
   if (std::strcmp(argv[1], "--version") == 0) {
@@ -50,6 +46,6 @@ int main(int argc, char** argv) {
   for (const auto& c : acc::analyzer::kCommands) {
     if (command == c.name) return c.run(args);
   }
-  std::cerr << "acc-analyzer: unknown command '" << command << "'\n" << kUsage;
+  std::cerr << "acc-analyzer: unknown command '" << command << "'\n" << usage();
   return acc::analyzer::kExitInput;
 }

@@ -68,10 +68,7 @@ TEST(Docs, RelativeLinksPointAtFilesThatExist) {
   const std::regex link(R"(\]\(([^)#:\s]+)(#[^)\s]*)?\))");
   int links = 0;
   for (const auto& f : files) {
-    std::ifstream in(f);
-    std::ostringstream s;
-    s << in.rdbuf();
-    const std::string text = s.str();
+    const std::string text = read(fs::relative(f, source).string());
     for (std::sregex_iterator m(text.begin(), text.end(), link), end; m != end; ++m) {
       ++links;
       fs::path target = f.parent_path() / (*m)[1].str();
