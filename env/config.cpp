@@ -96,6 +96,32 @@ std::optional<StepSet> parseSteps(const std::string& text) {
   return set;
 }
 
+// "aten::gelu", "gelu" (aten's), "aten::add.Tensor" (one overload), each
+// optionally "@3", "@3-5" or "@3-" (one step range, no strides).
+std::optional<OverrideOp> parseOverride(const std::string& item) {
+  OverrideOp o;
+  std::string name = item;
+  if (const size_t at = item.find('@'); at != std::string::npos) {
+    const std::string steps = item.substr(at + 1);
+    auto set = parseSteps(steps);
+    if (!set || steps.find(':') != std::string::npos) return std::nullopt;
+    o.steps = *set;
+    name = item.substr(0, at);
+  }
+  if (name.find("::") == std::string::npos) name = "aten::" + name;
+  const size_t colons = name.find("::");
+  const size_t dot = name.find('.', colons);
+  o.op = name.substr(0, dot);
+  if (dot != std::string::npos) o.overload = name.substr(dot + 1);
+  auto identifier = [](const std::string& s) {
+    return !s.empty() && !std::isdigit(static_cast<unsigned char>(s[0])) &&
+           std::all_of(s.begin(), s.end(), [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; });
+  };
+  if (!identifier(o.op.substr(0, colons)) || !identifier(o.op.substr(colons + 2))) return std::nullopt;
+  if (dot != std::string::npos && !identifier(o.overload)) return std::nullopt;
+  return o;
+}
+
 // A record name is `{op}.{n}.{fwd|bwd}`, optionally with a `.{k}` suffix for
 // the k-th backward node of one forward op.
 bool looksLikeRecordName(const std::string& name) {
@@ -168,6 +194,15 @@ class Parser {
 
 }  // namespace
 
+std::string OverrideOp::text() const {
+  std::string t = overload.empty() ? op : op + "." + overload;
+  if (steps.all()) return t;
+  const StepRange& r = steps.ranges.front();
+  t += "@" + std::to_string(r.first);
+  if (r.last == INT64_MAX) return t + "-";
+  return r.last == r.first ? t : t + "-" + std::to_string(r.last);
+}
+
 bool StepSet::contains(int64_t step) const {
   if (ranges.empty()) return true;
   for (const StepRange& r : ranges) {
@@ -212,6 +247,7 @@ const std::vector<Variable>& variables() {
       {"ACC_WATCH_CONTEXT", "64", "an integer 0..100000: ops before the watch's find whose metadata is written with it"},
       {"ACC_WATCH_ABORT", "0", "0 or 1: 1 stops the program (exit status 3) once the watch has found and written its op"},
       {"ACC_RANDOM", "off", "off, save (store what random ops draw) or the directory of a recording made with ACC_RANDOM=save (replay its draws here: changes this run's numbers on purpose)"},
+      {"ACC_OVERRIDE", "(none)", "comma-separated ops, each optionally @STEPS (3, 3-5, 3-), e.g. aten::gelu,aten::gelu_backward@2-4: computed in float64 on the CPU and handed back in the op's dtype and device (changes this run's numbers on purpose)"},
       {"ACC_EAGER", "0", "0 or 1: 1 turns torch.compile off for the run, so every op is recorded"},
   };
   return table;
@@ -373,6 +409,16 @@ ParseResult parse(const Lookup& lookup, char** environment) {
     result.errors.push_back("acc: ACC_RANDOM=\"" + c.random_source +
                             "\" is ACC_OUTPUT_DIR itself or inside it, which this run overwrites; allowed: another recording's directory");
   }
+
+  p.field("ACC_OVERRIDE", [&](const std::string& v) {
+    c.overrides.clear();
+    for (const std::string& item : split(v, ',')) {
+      auto op = parseOverride(trim(item));
+      if (!op) return false;
+      c.overrides.push_back(std::move(*op));
+    }
+    return !c.overrides.empty();
+  });
 
   for (char** e = environment; e != nullptr && *e != nullptr; ++e) {
     if (std::strncmp(*e, "ACC_", 4) != 0) continue;

@@ -31,6 +31,15 @@ struct StepSet {
   int64_t last() const;  // the last step selected; INT64_MAX when open or all
 };
 
+// ACC_OVERRIDE: one op computed in float64 on the CPU
+// (recorder/override/op_override.h), in the steps given (empty: every step).
+struct OverrideOp {
+  std::string op;        // "aten::gelu": every overload
+  std::string overload;  // "Tensor" of "aten::add.Tensor"; empty: any
+  StepSet steps;
+  std::string text() const;  // as written back: aten::add.Tensor@3-5
+};
+
 struct Config {
   bool enabled = true;
   std::string output_dir = "./acc_record";
@@ -69,6 +78,9 @@ struct Config {
   // (random.acc), or replay those of the recording in random_source.
   Random random = Random::Off;
   std::string random_source;  // Replay: the reference recording's directory
+  // ACC_OVERRIDE: ops whose results acc replaces by float64 CPU ones
+  // (changes numbers on purpose).
+  std::vector<OverrideOp> overrides;
 
   bool records(Passes pass) const {
     return (static_cast<uint8_t>(passes) & static_cast<uint8_t>(pass)) != 0;

@@ -42,6 +42,15 @@ std::vector<std::string> recordingNotes(const nlohmann::json& m) {
                     (drop_mode ? " (the writer's queue was full and ACC_ON_FULL=drop)"
                                : " (submitted after the recording had stopped)"));
   }
+  const nlohmann::json& override_ = objectField(m, "override");
+  if (!override_.empty()) {
+    std::string ops;
+    for (const nlohmann::json& op : override_.value("ops", nlohmann::json::array())) {
+      ops += (ops.empty() ? "" : ", ") + textField(op, "op") + " (" + std::to_string(countField(op, "calls")) + " calls)";
+    }
+    notes.push_back("recorded with ACC_OVERRIDE: " + ops +
+                    " computed in float64 on the CPU, so its numbers there are not the program's own");
+  }
   if (const uint64_t stacks = countField(counts, "stacks_lost")) {
     notes.push_back(std::to_string(stacks) + " call stack record(s) lost (their ops show no stack)");
   }

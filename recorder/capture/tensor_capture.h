@@ -7,6 +7,7 @@
 #include <ATen/core/ivalue.h>
 #include <ATen/core/grad_mode.h>
 #include <ATen/record_function.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
 
 #include <cstdint>
 #include <functional>
@@ -20,7 +21,11 @@
 namespace acc::recorder {
 
 // Everything acc computes runs under this guard: the dispatcher does not
-// report it to any observer (acc's own included) and autograd does not see it.
+// report it to any observer (acc's own included), autograd does not see it,
+// and the program's Python dispatch modes do not run on it (a
+// TorchDispatchMode would otherwise see, and may fail, acc's copies of
+// device tensors: seen with a mode on the test device, "Pinned memory
+// requires CUDA").
 class CaptureGuard {
  public:
   CaptureGuard() = default;
@@ -28,6 +33,8 @@ class CaptureGuard {
  private:
   at::DisableRecordFunctionGuard no_observers_;
   at::NoGradGuard no_grad_;
+  c10::impl::ExcludeDispatchKeyGuard no_python_{c10::python_ks |
+                                                c10::DispatchKeySet(c10::DispatchKey::PythonDispatcher)};
 };
 
 // A CaptureGuard taken at the first need() and held to the end of the

@@ -122,6 +122,7 @@ struct OpContext : at::ObserverContext {
   bool hooked = false;
   uint64_t backward_seq = 0;
   RandomTape::Op random;  // ACC_RANDOM: a random op's draw to save or replay
+  std::unique_ptr<OpOverride::Call> override_call;  // ACC_OVERRIDE: this op is computed again
   bool collective = false;  // a c10d:: op: its results arrive after its end
   c10::IValue filled;       // a collective returning only its work: argument 0, which it fills
 };
@@ -637,6 +638,8 @@ std::unique_ptr<at::ObserverContext> onStart(const at::RecordFunction& fn) {
   const bool backward = scope == at::RecordScope::BACKWARD_FUNCTION;
   if (backward) flushPending(*s);
   auto ctx = enter(*s, backward, fn.name());
+  // First, before anything reads them: an in-place op's inputs as they are.
+  if (OpOverride* o = s->overrides(); o != nullptr && !backward) ctx->override_call = o->start(fn, s->step());
   RandomTape* tape = s->random();
   try {
     if (!backward) {
@@ -692,6 +695,12 @@ void onEnd(const at::RecordFunction& fn, at::ObserverContext* base) {
     } else if (ctx->named && fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
       endBackward(*s, *ctx);
     } else if (ctx->entered && fn.scope() == at::RecordScope::FUNCTION) {
+      // Before anything reads its outputs: records hold what the program
+      // goes on with.
+      if (ctx->override_call) {
+        s->overrides()->finish(fn, *ctx->override_call);
+        ctx->override_call.reset();
+      }
       trackUninitialized(*s, fn, *ctx);
       checkVersions(*s, *ctx);
       // Before its outputs are recorded: a replayed draw is what the

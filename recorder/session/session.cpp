@@ -121,6 +121,7 @@ Session* Session::start(const env::Config& config, int64_t rank, const std::stri
                    config.random == env::Random::Save ? "saved" : "replayed");
     }
   }
+  if (!config.overrides.empty()) s->override_ = std::make_unique<OpOverride>(config.overrides);
   // Room for the final manifest if the records fill the disk.
   reserveManifestSpace(taken);
   s->writeManifest("running");
@@ -150,6 +151,13 @@ Session* Session::start(const env::Config& config, int64_t rank, const std::stri
                    "acc: replaying the random draws of %s (ACC_RANDOM): this run's numbers change on purpose\n",
                    config.random_source.c_str());
     }
+  }
+  // Said even when quiet: this run's numbers are not the program's own.
+  if (s->override_) {
+    std::fprintf(stderr,
+                 "acc: ACC_OVERRIDE: %s computed in float64 on the CPU and handed back in the op's dtype and device: "
+                 "this run's numbers change on purpose\n",
+                 s->override_->describe().c_str());
   }
   // Module paths and gradients come from torch's Python module hooks: a
   // program without Python (a C++ libtorch program) has neither.
@@ -188,6 +196,7 @@ void Session::stop() {
   const std::string watched = s->watch_ ? s->watch_->summary() : std::string();
   if (!watched.empty() && !s->config_.quiet) std::fprintf(stderr, "%s\n", watched.c_str());
   if (s->random_ && !s->config_.quiet) std::fprintf(stderr, "%s\n", s->random_->summary().c_str());
+  if (s->override_) std::fprintf(stderr, "%s\n", s->override_->summary().c_str());
   if (!s->config_.quiet) {
     WriterCounts w = s->writer_->counts();
     std::fprintf(stderr, "acc: rank %lld: %llu records written, %llu dropped, %llu lost to %s%s%s\n",
@@ -279,6 +288,7 @@ void Session::writeManifest(const char* status, bool last) {
   } else if (config_.random != env::Random::Off) {
     m["random"] = {{"mode", env::randomName(config_.random)}, {"error", random_error_}};
   }
+  if (override_) m["override"] = override_->toJson();
   writeManifestFile(dir_, m, last);
 }
 

@@ -14,6 +14,7 @@
 #include "recorder/observe/backward_links.h"
 #include "recorder/capture/content_store.h"
 #include "recorder/session/numeric_settings.h"
+#include "recorder/override/op_override.h"
 #include "recorder/random/random_tape.h"
 #include "recorder/observe/selector.h"
 #include "recorder/capture/uninitialized_memory.h"
@@ -64,6 +65,8 @@ class Session {
   Watch* watch() { return watch_.get(); }
   // ACC_RANDOM's tape, null when off (or when it could not be opened).
   RandomTape* random() { return random_.get(); }
+  // ACC_OVERRIDE's ops, null when none is named.
+  OpOverride* overrides() { return override_.get(); }
   const std::string& dir() const { return dir_; }
   // Null when ACC_DEDUP=0 or at level 0 (no values to deduplicate).
   ContentStore* contents() { return config_.dedup && config_.level >= 1 ? &contents_ : nullptr; }
@@ -112,6 +115,7 @@ class Session {
   std::unique_ptr<Watch> watch_;
   std::unique_ptr<RandomTape> random_;
   std::string random_error_;  // why ACC_RANDOM is not in effect
+  std::unique_ptr<OpOverride> override_;
   std::atomic<int64_t> step_{0};
   std::atomic<uint64_t> forward_numbers_{0};
   std::atomic<uint64_t> collective_numbers_{0};

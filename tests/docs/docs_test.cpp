@@ -26,7 +26,7 @@ std::string read(const std::string& relative) {
 // The table row a document gives variable `v`: "| `ACC_X` | `default` |".
 std::string variableRow(const acc::env::Variable& v) {
   std::string def = v.default_value;
-  std::string shown = def == "(all)" ? "all" : "`" + def + "`";
+  std::string shown = def == "(all)" ? "all" : def == "(none)" ? "none" : "`" + def + "`";
   return std::string("| `") + v.name + "` | " + shown + " |";
 }
 

@@ -309,7 +309,11 @@ INSTANTIATE_TEST_SUITE_P(
                       InvalidCase{"ACC_WATCH", "nan"}, InvalidCase{"ACC_WATCH", "inf"},
                       InvalidCase{"ACC_WATCH_CONTEXT", "-1"}, InvalidCase{"ACC_WATCH_CONTEXT", "100001"},
                       InvalidCase{"ACC_WATCH_ABORT", "2"}, InvalidCase{"ACC_RANDOM", ""},
-                      InvalidCase{"ACC_RANDOM", "replay"}, InvalidCase{"ACC_RANDOM", "/nonexistent/acc-reference"}),
+                      InvalidCase{"ACC_RANDOM", "replay"}, InvalidCase{"ACC_RANDOM", "/nonexistent/acc-reference"},
+                      InvalidCase{"ACC_OVERRIDE", ""}, InvalidCase{"ACC_OVERRIDE", "aten::"},
+                      InvalidCase{"ACC_OVERRIDE", "gelu@x"}, InvalidCase{"ACC_OVERRIDE", "gelu@3-1"},
+                      InvalidCase{"ACC_OVERRIDE", "gelu@1-5:2"}, InvalidCase{"ACC_OVERRIDE", "ge lu"},
+                      InvalidCase{"ACC_OVERRIDE", "gelu,,relu"}, InvalidCase{"ACC_OVERRIDE", "aten::add."}),
     [](const ::testing::TestParamInfo<InvalidCase>& info) {
       return std::string(info.param.name).substr(4) + "_" + std::to_string(info.index);
     });
@@ -322,7 +326,7 @@ TEST(ConfigTest, EveryDocumentedVariableHasAnInvalidCase) {
         "ACC_OP_RANGE", "ACC_OP_LIST", "ACC_MODULES", "ACC_SKIP", "ACC_STEPS", "ACC_RANKS", "ACC_STACK",
         "ACC_NESTED", "ACC_DEDUP", "ACC_BUFFER_MB", "ACC_DEVICE_BATCH", "ACC_ZSTD_LEVEL", "ACC_DATA_ZSTD_LEVEL", "ACC_FRAME_KB", "ACC_ON_FULL",
         "ACC_QUIET", "ACC_EAGER", "ACC_GRADS", "ACC_WATCH", "ACC_WATCH_CONTEXT", "ACC_WATCH_ABORT",
-        "ACC_RANDOM"}) {
+        "ACC_RANDOM", "ACC_OVERRIDE"}) {
     covered.emplace_back(n);
   }
   for (const Variable& v : variables()) {
@@ -353,6 +357,31 @@ TEST(ConfigTest, RandomSettings) {
     EXPECT_NE(same.errors[0].find("is ACC_OUTPUT_DIR itself"), std::string::npos) << same.errors[0];
   }
   std::filesystem::remove_all(dir);
+}
+
+TEST(ConfigTest, OverrideSettings) {
+  EXPECT_TRUE(FakeEnv({}).parse().config.overrides.empty());
+  ParseResult r = FakeEnv({{"ACC_OVERRIDE", " gelu, aten::gelu_backward@2-4 ,aten::add.Tensor@3, my_ops::f@5-"}}).parse();
+  ASSERT_TRUE(r.ok()) << r.errors.front();
+  const std::vector<OverrideOp>& o = r.config.overrides;
+  ASSERT_EQ(o.size(), 4u);
+  EXPECT_EQ(o[0].op, "aten::gelu");  // aten's when no namespace is given
+  EXPECT_EQ(o[0].overload, "");
+  EXPECT_TRUE(o[0].steps.all());
+  EXPECT_EQ(o[1].op, "aten::gelu_backward");
+  EXPECT_EQ(o[1].steps.ranges, (std::vector<StepRange>{{2, 4, 1}}));
+  EXPECT_EQ(o[2].op, "aten::add");
+  EXPECT_EQ(o[2].overload, "Tensor");
+  EXPECT_TRUE(o[2].steps.contains(3));
+  EXPECT_FALSE(o[2].steps.contains(4));
+  EXPECT_EQ(o[3].op, "my_ops::f");
+  EXPECT_TRUE(o[3].steps.contains(1000000));
+  EXPECT_FALSE(o[3].steps.contains(4));
+  // Written back as the manifest and acc's lines show them.
+  std::vector<std::string> texts;
+  for (const OverrideOp& op : o) texts.push_back(op.text());
+  EXPECT_EQ(texts, (std::vector<std::string>{"aten::gelu", "aten::gelu_backward@2-4", "aten::add.Tensor@3",
+                                             "my_ops::f@5-"}));
 }
 
 TEST(ConfigTest, WatchSettings) {

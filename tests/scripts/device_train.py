@@ -18,6 +18,8 @@ Options (environment, so the script never changes between runs):
   DTYPE         float32 (default), float64 or bfloat16
   WRONG_GELU_LIB  a library to load with torch.ops.load_library first: the
                 CPU's wrong gelu kernels of tests/compare/wrong_kernel
+  WRONG_OPS     op:eps,...: those aten ops made wrong on any device
+                (tests/scripts/wrong_ops.py)
   NAN_DATA      1: the input batch's first element is NaN, written through
                 numpy (no op makes it: the program hands it in); float32 only
 The model and data are made on the CPU from a fixed seed and then moved, so
@@ -33,6 +35,8 @@ import sys
 import time
 
 import torch
+
+import wrong_ops
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "accelerator"))
 
@@ -63,7 +67,7 @@ def main():
         x.numpy()[0, 0] = float("nan")
     model = model.to(device)
     x, target = x.to(device), target.to(device)
-    with cuda_counters(device):
+    with cuda_counters(device), wrong_ops.from_environment():
         train(model, x, target, steps)
     if testdev is not None:
         print("counters " + json.dumps(testdev.counters()), flush=True)
