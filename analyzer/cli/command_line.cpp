@@ -43,7 +43,13 @@ CLI::Option* addChecked(CLI::App& app, const std::string& name, std::function<st
     for (const std::string& value : values) {
       if (std::string error = apply(value); !error.empty()) throw CLI::ValidationError(error);
     }
-  })->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)->expected(1);
+  })
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->expected(1)
+      // One value per occurrence: "--memory-mb 100 DIR0 DIR1" leaves the
+      // directories to the positionals (a vector option takes every word
+      // up to the next option by default).
+      ->allow_extra_args(false);
 }
 
 std::string parseWhole(const std::string& what, const std::string& value, int64_t min, int64_t& out) {

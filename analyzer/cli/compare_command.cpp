@@ -61,6 +61,8 @@ constexpr const char* kUsage =
     "  --op-list A,B          compare only ops whose name contains one of these\n"
     "                         (case-insensitive: relu matches aten::relu_ and\n"
     "                         ReluBackward0)\n"
+    "  --ranks LIST           compare only these ranks, e.g. 0,2,8-15: the ranks\n"
+    "                         of a large job compared in separate processes\n"
     "  --min-cosine X         report only tensor pairs with cosine < X and list\n"
     "                         them on the terminal (like precision_tool's vcs -c X)\n"
     "  --only-failed          report only failing tensor pairs\n"
@@ -311,6 +313,26 @@ void printLowCosine(const CompareResult& filtered, double min_cosine) {
   if (total > 20) std::printf("  ... (all in report.csv)\n");
 }
 
+// "0,2,8-15" into its ranks, in order; false when it is not such a list.
+bool parseRankList(const std::string& text, std::vector<int64_t>& out) {
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    const size_t dash = item.find('-');
+    double first = 0, last = 0;
+    if (!parseNumber(item.substr(0, dash), first) || first < 0 || first != std::floor(first)) return false;
+    last = first;
+    if (dash != std::string::npos && (!parseNumber(item.substr(dash + 1), last) || last < first || last != std::floor(last))) {
+      return false;
+    }
+    if (last - first > 1e6) return false;
+    for (auto r = static_cast<int64_t>(first); r <= static_cast<int64_t>(last); ++r) out.push_back(r);
+    start = comma + 1;
+  }
+  return !out.empty();
+}
+
 struct Args {
   CompareOptions options;
   JudgeArgs common;
@@ -331,6 +353,13 @@ void declare(CLI::App& app, Args& a) {
     double x = 0;
     if (!parseNumber(v, x) || x < 1 || x != std::floor(x)) return "--memory-mb: '" + v + "' is not a whole number >= 1";
     a.options.memory_budget = static_cast<uint64_t>(x) << 20;
+    return "";
+  });
+  addChecked(app, "--ranks", [&a](const std::string& v) -> std::string {
+    a.options.ranks.clear();
+    if (!parseRankList(v, a.options.ranks)) {
+      return "--ranks: '" + v + "' is not a list of ranks and ranges, e.g. 0,2,8-15";
+    }
     return "";
   });
   addChecked(app, "--replay-limit", [&a](const std::string& v) -> std::string {

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <set>
 #include <atomic>
 #include <memory>
 #include <thread>
@@ -64,6 +65,28 @@ bool opSelected(const std::vector<std::string>& op_list, const std::string& op, 
   return false;
 }
 
+// Keeps the ranks asked for; InputError naming a rank neither side holds.
+void selectRanks(const std::vector<int64_t>& wanted, std::vector<RankRecording>& side0,
+                 std::vector<RankRecording>& side1) {
+  std::set<int64_t> held;
+  for (const auto* side : {&side0, &side1}) {
+    for (const RankRecording& r : *side) held.insert(r.rank);
+  }
+  for (int64_t rank : wanted) {
+    if (held.count(rank) == 0) {
+      std::string list;
+      for (int64_t h : held) list += (list.empty() ? "" : ",") + std::to_string(h);
+      throw InputError("--ranks: rank " + std::to_string(rank) + " is in neither recording (they hold ranks " + list +
+                       ")");
+    }
+  }
+  const std::set<int64_t> keep(wanted.begin(), wanted.end());
+  for (auto* side : {&side0, &side1}) {
+    side->erase(std::remove_if(side->begin(), side->end(), [&](const RankRecording& r) { return keep.count(r.rank) == 0; }),
+                side->end());
+  }
+}
+
 CompareResult compareRecordings(const CompareOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
@@ -73,6 +96,7 @@ CompareResult compareRecordings(const CompareOptions& options) {
   // InputError when a directory holds no recording at all.
   std::vector<RankRecording> side0 = openRecording(options.dir0);
   std::vector<RankRecording> side1 = openRecording(options.dir1);
+  if (!options.ranks.empty()) selectRanks(options.ranks, side0, side1);
   result.recording_notes = recordingNotes(side0);
   for (std::string& n : recordingNotes(side1)) result.recording_notes.push_back(std::move(n));
 

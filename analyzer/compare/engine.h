@@ -33,6 +33,9 @@ struct CompareOptions {
   std::string dir0, dir1;  // DIR0: reference, DIR1: device under test
   Thresholds thresholds = defaultThresholds();
   std::vector<std::string> op_list;  // compare only ops containing one of these (case-insensitive)
+  // --ranks: compare only these ranks (empty: every rank), so that the ranks
+  // of a large job can be compared in separate processes.
+  std::vector<int64_t> ranks;
   unsigned threads = 0;               // metric workers; 0: one per core
   uint64_t memory_budget = uint64_t(512) << 20;  // tensor bytes held at once (soft)
   // Replay (docs/METRICS.md, "Replay"): candidate origins of level-2

@@ -587,5 +587,19 @@ TEST(CompareE2E, UsageErrors) {
   EXPECT_NE(analyzer({"--help"}).out.find("compare DIR0 DIR1"), std::string::npos);
 }
 
+// Options with values may come before the directories: each takes one word
+// (they once took every word up to the next option, directories included).
+TEST(CompareE2E, OptionsMayComeBeforeTheDirectories) {
+  TempDir out;
+  Analysis a = analyze({"compare", "--memory-mb", "64", "--op-list", "gelu", "--threads", "1", "--ranks", "0",
+                        recording(Variant::Reference), recording(Variant::WrongForward)},
+                       out.path());
+  EXPECT_EQ(a.run.exit_code, 1) << a.run.err;
+  EXPECT_EQ(a.summary["first_divergence"]["op"], "aten::gelu") << a.run.out;
+  TempDir checked;
+  RunResult c = analyzer({"check", "--op-list", "gelu", recording(Variant::Reference), "-o", checked.path()});
+  EXPECT_NE(c.exit_code, 2) << c.err;
+}
+
 }  // namespace
 }  // namespace acc::test

@@ -167,6 +167,26 @@ TEST(OpOverride, StepsAndRandomOps) {
   EXPECT_EQ(lossLines(untouched.out), lossLines(plain.out));
 }
 
+// A C++ program linked with libtorch: no Python, the same override (the
+// linear layers' addmm forward, ReLU's backward). Its losses stay within
+// float32 rounding of its own.
+TEST(OpOverride, InACppProgram) {
+  const std::string program = binDir() + "/acc-example-cpp-train";
+  TempDir dir;
+  RunResult plain = run({{program}, {}, "", false, ""});
+  RunResult r = run({{program},
+                     {{"ACC_OUTPUT_DIR", dir.path()}, {"ACC_OVERRIDE", "aten::addmm,aten::threshold_backward"}},
+                     "",
+                     true,
+                     ""});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Two linear layers and one ReLU, three steps.
+  expectCalls(dir.path(), {{"aten::addmm", 6}, {"aten::threshold_backward", 3}});
+  const std::vector<double> own = losses(plain), overridden = losses(r);
+  ASSERT_EQ(own.size(), 3u) << plain.out;
+  EXPECT_LT(largestDifference(own, overridden), 1e-6);
+}
+
 TEST(OpOverride, ABadValueIsRefusedWithWhatIsAllowed) {
   for (const char* value : {"aten::", "gelu@x", "gelu@3-1", "gelu@1-5:2", "aten::ge lu", ","}) {
     TempDir dir;

@@ -146,6 +146,31 @@ TEST(Ranks, AWrongKernelOnOneRankIsNamedOnThatRank) {
   EXPECT_EQ(b.summary["first_divergence"]["from_other_ranks"], true) << b.run.out;
   EXPECT_TRUE(b.summary["origins"].empty()) << b.run.out;
   EXPECT_NE(b.run.out.find("another rank's"), std::string::npos) << b.run.out;
+
+  // The same with --ranks, each rank in a process of its own: rank 0 as
+  // above, rank 1 names the wrong kernel.
+  TempDir out_r0, out_r1, out_none;
+  Analysis c = analyze({"compare", "--ranks", "0", reference(), dut.path()}, out_r0.path());
+  EXPECT_EQ(c.run.exit_code, 1) << c.run.out;
+  EXPECT_EQ(c.summary["first_divergence"]["op"], "c10d::allreduce_") << c.run.out;
+  EXPECT_EQ(c.summary["first_divergence"]["rank"], 0);
+  EXPECT_EQ(c.summary["first_divergence"]["from_other_ranks"], true) << c.run.out;
+  EXPECT_EQ(c.run.out.find("rank 1"), std::string::npos) << c.run.out;
+  Analysis d = analyze({"compare", "--ranks", "1", reference(), dut.path()}, out_r1.path());
+  EXPECT_EQ(d.run.exit_code, 1) << d.run.out;
+  EXPECT_EQ(d.summary["first_divergence"]["op"], "aten::gelu") << d.run.out;
+  EXPECT_EQ(d.summary["first_divergence"]["rank"], 1);
+  EXPECT_EQ(d.summary["first_divergence"]["origin"], true);
+  // A rank neither side holds, and a list that is not one: said, status 2.
+  Analysis e = analyze({"compare", "--ranks", "0,5", reference(), dut.path()}, out_none.path());
+  EXPECT_EQ(e.run.exit_code, 2);
+  EXPECT_NE(e.run.err.find("--ranks: rank 5 is in neither recording (they hold ranks 0,1)"), std::string::npos)
+      << e.run.err;
+  for (const char* bad : {"x", "1-", "-1", "3-2", "0,,1"}) {
+    Analysis f = analyze({"compare", "--ranks", bad, reference(), dut.path()}, out_none.path());
+    EXPECT_EQ(f.run.exit_code, 2) << bad;
+    EXPECT_NE(f.run.err.find("is not a list of ranks and ranges, e.g. 0,2,8-15"), std::string::npos) << f.run.err;
+  }
 }
 
 TEST(Ranks, ARankRecordedOnOneSideOnlyIsReported) {
