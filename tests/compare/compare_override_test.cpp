@@ -9,7 +9,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -37,6 +39,21 @@ double largestDifference(const std::vector<double>& a, const std::vector<double>
   return d;
 }
 
+// A run of the test accelerator under a Python dispatch mode sometimes
+// aborts after its last line ("terminate called without an active
+// exception", exit status 134: unrecorded runs too, on torch 1.13 and
+// 2.15; the cause is not acc's). Such a run is made once more.
+RunResult recordOnce(const std::string& script, const std::string& dir, const Env& env) {
+  RunResult r = recordPython(testScript(script), dir, env);
+  if (r.exit_code == 134 && r.err.find("terminate called without an active exception") != std::string::npos) {
+    std::printf("the run aborted at exit (a known fault of the test accelerator's runs); once more\n");
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    r = recordPython(testScript(script), dir, env);
+  }
+  return r;
+}
+
 struct Runs {
   std::vector<double> reference, wrong, overridden;
   RunResult fixed;  // the overridden run, recorded in `dir`
@@ -47,13 +64,13 @@ struct Runs {
 Runs threeRuns(const std::string& script, Env env, const std::string& wrong, const std::string& override_,
                const TempDir& ref_dir, const TempDir& wrong_dir, const TempDir& fixed_dir) {
   Runs r;
-  RunResult ref = recordPython(testScript(script), ref_dir.path(), env);
+  RunResult ref = recordOnce(script, ref_dir.path(), env);
   EXPECT_EQ(ref.exit_code, 0) << ref.err;
   env["WRONG_OPS"] = wrong;
-  RunResult bad = recordPython(testScript(script), wrong_dir.path(), env);
+  RunResult bad = recordOnce(script, wrong_dir.path(), env);
   EXPECT_EQ(bad.exit_code, 0) << bad.err;
   env["ACC_OVERRIDE"] = override_;
-  r.fixed = recordPython(testScript(script), fixed_dir.path(), env);
+  r.fixed = recordOnce(script, fixed_dir.path(), env);
   EXPECT_EQ(r.fixed.exit_code, 0) << r.fixed.err;
   r.reference = losses(ref);
   r.wrong = losses(bad);
@@ -67,6 +84,7 @@ Runs threeRuns(const std::string& script, Env env, const std::string& wrong, con
 void expectFollows(const Runs& r, double rounding) {
   const double wrong = largestDifference(r.wrong, r.reference);
   const double fixed = largestDifference(r.overridden, r.reference);
+  std::printf("largest loss difference: wrong %.3g, overridden %.3g\n", wrong, fixed);
   EXPECT_GT(wrong, 10 * rounding) << "the wrong kernel changes the losses";
   EXPECT_LT(fixed, rounding) << "overridden, the losses follow the reference";
   EXPECT_LT(fixed * 10, wrong);
@@ -124,10 +142,12 @@ TEST(OpOverride, UnderBf16Autocast) {
   env["ACC_LEVEL"] = "0";
   env["LM_AUTOCAST"] = "bf16";
   // bf16 results rounded from float64 may differ from the CPU's bf16
-  // kernel by an ulp (2^-8) here and there.
-  const Runs r = threeRuns("lm_train.py", env, "gelu:0.1,gelu_backward:0.1", "aten::gelu,aten::gelu_backward",
+  // kernel by an ulp (2^-8) here and there: 2.3e-4 on a loss of 5.35 seen
+  // on torch 2.6, so the bound is 1e-3 and the wrong kernel is made wrong
+  // enough to move the loss by ten times that.
+  const Runs r = threeRuns("lm_train.py", env, "gelu:0.3,gelu_backward:0.3", "aten::gelu,aten::gelu_backward",
                            ref, wrong, fixed);
-  expectFollows(r, 2e-4);
+  expectFollows(r, 1e-3);
   expectCalls(fixed.path(), {{"aten::gelu", 6}, {"aten::gelu_backward", 6}});
 }
 

@@ -32,6 +32,7 @@ const BadValue kBadValues[] = {
     {"ACC_GRADS", "all"},           {"ACC_WATCH", "nan"},
     {"ACC_WATCH_CONTEXT", "-1"},    {"ACC_WATCH_ABORT", "later"},
     {"ACC_RANDOM", "/nonexistent/acc-reference"},
+    {"ACC_OVERRIDE", "gelu@x"},
 };
 
 TEST(ConfigErrors, EveryVariableHasABadValueAbove) {
