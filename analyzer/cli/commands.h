@@ -16,6 +16,7 @@ int checkCommand(const std::vector<std::string>& args);
 int showCommand(const std::vector<std::string>& args);
 int exportCommand(const std::vector<std::string>& args);
 int reproCommand(const std::vector<std::string>& args);
+int mergeCommand(const std::vector<std::string>& args);
 
 // Every command by the name the user types: main dispatches on it and lists
 // each synopsis in its usage, and the docs test asks README.md to document
@@ -28,6 +29,9 @@ struct Command {
 inline constexpr Command kCommands[] = {
     {"list", listCommand, "  list DIR [--json] [--stacks]   records in execution order\n"},
     {"compare", compareCommand, "  compare DIR0 DIR1 [-o OUT]     the op where DIR1 starts to differ from DIR0\n"},
+    {"merge", mergeCommand,
+     "  merge OUT... [-o MERGED]       one verdict and report from comparisons of\n"
+     "                                 separate ranks (compare --ranks)\n"},
     {"check", checkCommand,
      "  check DIR [-o OUT]             ops whose kernel does not reproduce its own\n"
      "                                 output when run again on the CPU (level 2)\n"},

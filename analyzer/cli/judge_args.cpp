@@ -48,7 +48,10 @@ void addJudgeOptions(CLI::App& app, JudgeArgs& a) {
     return "";
   });
   for (const std::string& flag : thresholdFlags()) {
-    addChecked(app, flag, [&a, flag](const std::string& v) { return applyThresholdFlag(a.thresholds, flag, v); });
+    addChecked(app, flag, [&a, flag](const std::string& v) {
+      a.threshold_flags.emplace_back(flag, v);
+      return applyThresholdFlag(a.thresholds, flag, v);
+    });
   }
   app.add_option("DIR", a.positional);
 }

@@ -23,6 +23,9 @@ struct JudgeArgs {
   std::vector<std::string> op_list;
   unsigned threads = 0;  // 0: one per core
   Thresholds thresholds = defaultThresholds();
+  // The threshold flags given, in order, as given: kept with a saved
+  // comparison so that merge judges its summary by the same ones.
+  std::vector<std::pair<std::string, std::string>> threshold_flags;
   std::vector<std::string> positional;  // the recording directories
 };
 

@@ -210,6 +210,7 @@ struct CompareResult {
   // recordCount(), recordAt() and forEachRecord() below.
   std::vector<RecordComparison> records;
   std::shared_ptr<const RecordSpill> spill;
+  std::vector<int64_t> part_ranks;  // the rank of each of the spill's parts, in order
   // With a spill: copies of the records referred to by position (origins,
   // replayed candidates, the first failing record), which replace the
   // spilled ones; and the report filter's choice of pairs (null: all).

@@ -161,7 +161,10 @@ CompareResult compareRecordings(const CompareOptions& options) {
   };
   std::vector<PlanOutput> outs(plans.size());
   std::vector<RecordSpill::Part*> parts;
-  for (size_t k = 0; k < plans.size(); ++k) parts.push_back(&spill->addPart());
+  for (size_t k = 0; k < plans.size(); ++k) {
+    parts.push_back(&spill->addPart());
+    result.part_ranks.push_back(plans[k].rank);
+  }
   const size_t concurrent = std::max<size_t>(1, std::min<size_t>(plans.size(), threads));
   std::mutex tick_mutex;
   auto tick = [&] {

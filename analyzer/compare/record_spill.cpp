@@ -143,6 +143,9 @@ RecordComparison decodeRecord(std::string_view bytes) {
   return r;
 }
 
+RecordSpill::Part::Part(std::string path, uint64_t count, uint64_t bytes)
+    : path_(std::move(path)), keep_(true), count_(count), bytes_(bytes) {}
+
 RecordSpill::Part::Part(std::string path) : path_(std::move(path)) {
   fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd_ < 0) throw std::runtime_error(path_ + ": cannot create (compare spills its rows there): " + std::strerror(errno));
@@ -189,7 +192,7 @@ RecordSpill::RecordSpill(std::string dir) : dir_(std::move(dir)) {
 RecordSpill::~RecordSpill() {
   for (const auto& p : parts_) {
     if (p->fd_ >= 0) ::close(p->fd_);
-    ::unlink(p->path_.c_str());
+    if (!p->keep_) ::unlink(p->path_.c_str());
   }
 }
 
@@ -200,6 +203,23 @@ RecordSpill::Part& RecordSpill::addPart() {
   ::close(fd);
   parts_.push_back(std::unique_ptr<Part>(new Part(path)));
   return *parts_.back();
+}
+
+RecordSpill::Part& RecordSpill::addFile(const std::string& path) {
+  parts_.push_back(std::unique_ptr<Part>(new Part(path)));
+  parts_.back()->keep_ = true;
+  return *parts_.back();
+}
+
+void RecordSpill::adopt(const std::string& path, uint64_t count, uint64_t bytes) {
+  auto part = std::unique_ptr<Part>(new Part(path, count, bytes));
+  parts_.push_back(std::move(part));
+}
+
+std::vector<RecordSpill::PartFile> RecordSpill::files() const {
+  std::vector<PartFile> out;
+  for (const auto& p : parts_) out.push_back({p->path_, p->count_, p->bytes_});
+  return out;
 }
 
 uint64_t RecordSpill::size() const {

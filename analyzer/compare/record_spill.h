@@ -17,8 +17,11 @@
 
 namespace acc::analyzer {
 
-// One record's bytes, and back (the spill's encoding; no file format
-// promise: it never outlives the process).
+// One record's bytes, and back (the spill's encoding). compare keeps its
+// spill in its report directory for merge (saved_result.h), read back by
+// the same acc-analyzer: kRowsVersion must change whenever this encoding
+// does, so that merge refuses rows another version wrote.
+inline constexpr int kRowsVersion = 1;
 void encodeRecord(const RecordComparison& r, std::string& out);
 RecordComparison decodeRecord(std::string_view bytes);
 
@@ -36,9 +39,11 @@ class RecordSpill {
    private:
     friend class RecordSpill;
     explicit Part(std::string path);
+    Part(std::string path, uint64_t count, uint64_t bytes);  // adopted: already written
     void flush();
     std::string path_;
     int fd_ = -1;
+    bool keep_ = false;  // a file that outlives the spill
     std::string payload_, frame_;
     uint64_t count_ = 0, bytes_ = 0;
   };
@@ -51,6 +56,16 @@ class RecordSpill {
 
   // A new part, after the ones made before (their order is the read order).
   Part& addPart();
+  // A new part written to `path`, which the spill leaves in place.
+  Part& addFile(const std::string& path);
+  // A part file written before, of `count` records and `bytes` on disk,
+  // read after the ones before it; left in place.
+  void adopt(const std::string& path, uint64_t count, uint64_t bytes);
+  struct PartFile {
+    std::string path;
+    uint64_t count = 0, bytes = 0;
+  };
+  std::vector<PartFile> files() const;  // the parts, closed, in read order
   uint64_t size() const;
   uint64_t bytes() const;  // compressed, on disk
   // Calls `f` with every record in order; throws std::runtime_error when a

@@ -6,6 +6,8 @@
 // every row.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -67,10 +69,17 @@ TEST(LongRuns, AMillionRecordsCompareWithinTheMemoryBoundIntoUsableReports) {
   EXPECT_GT(peak, 0u);
   EXPECT_LT(peak, uint64_t(200) << 20) << "peak memory " << (peak >> 20) << " MiB";
 
-  // The spilled rows are gone: OUT holds the reports alone.
+  // The spill's temporary files are gone: OUT holds the reports and the
+  // judged rows merge reads (rows/, result.json), smaller than report.csv.
   std::set<std::string> entries;
   for (const auto& e : std::filesystem::directory_iterator(out)) entries.insert(e.path().filename().string());
-  EXPECT_EQ(entries, (std::set<std::string>{"summary.json", "report.csv", "report.xlsx", "report.html", "report_rows"}));
+  EXPECT_EQ(entries, (std::set<std::string>{"summary.json", "report.csv", "report.xlsx", "report.html", "report_rows",
+                                            "result.json", "rows"}));
+  uint64_t rows = 0;
+  for (const auto& e : std::filesystem::directory_iterator(out + "/rows")) rows += e.file_size();
+  std::printf("rows/: %llu bytes, report.csv: %llu\n", static_cast<unsigned long long>(rows),
+              static_cast<unsigned long long>(std::filesystem::file_size(out + "/report.csv")));
+  EXPECT_LT(rows, std::filesystem::file_size(out + "/report.csv"));
 
   // report.csv: every tensor pair (3 a forward record, 2 a backward one) and the header.
   EXPECT_EQ(lineCount(out + "/report.csv"), kRecords / 2 * 3 + kRecords / 2 * 2 + 1);

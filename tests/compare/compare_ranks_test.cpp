@@ -161,6 +161,44 @@ TEST(Ranks, AWrongKernelOnOneRankIsNamedOnThatRank) {
   EXPECT_EQ(d.summary["first_divergence"]["op"], "aten::gelu") << d.run.out;
   EXPECT_EQ(d.summary["first_divergence"]["rank"], 1);
   EXPECT_EQ(d.summary["first_divergence"]["origin"], true);
+  // merge joins the two into what one comparison of both ranks says, in the
+  // other order too; its report.csv is that comparison's, row for row.
+  for (const std::vector<std::string>& outs : {std::vector<std::string>{out_r0.path(), out_r1.path()},
+                                               std::vector<std::string>{out_r1.path(), out_r0.path()}}) {
+    TempDir merged;
+    std::vector<std::string> args = {"merge"};
+    args.insert(args.end(), outs.begin(), outs.end());
+    Analysis m = analyze(args, merged.path());
+    EXPECT_EQ(m.run.exit_code, a.run.exit_code) << m.run.out << m.run.err;
+    for (const char* key : {"first_divergence", "origins", "ending", "divergence", "modules", "steps"}) {
+      EXPECT_EQ(m.summary[key], a.summary[key]) << key;
+    }
+    // The counts, but for what each process measured of itself.
+    auto verdicts = [](nlohmann::json counts) {
+      for (const char* own : {"peak_held_bytes", "peak_memory_bytes", "seconds"}) counts.erase(own);
+      counts["tensor_pairs"].erase("reused");
+      return counts;
+    };
+    EXPECT_EQ(verdicts(m.summary["counts"]), verdicts(a.summary["counts"]));
+    EXPECT_EQ(readFile(merged / "report.csv"), readFile(out.path() + "/report.csv"));
+    EXPECT_NE(m.run.out.find("DIVERGENCE, first origin:"), std::string::npos) << m.run.out;
+    EXPECT_NE(m.run.out.find("rank 1"), std::string::npos) << m.run.out;
+  }
+  // A rank in two of them, a directory compare did not write, and
+  // comparisons judged otherwise: said, status 2.
+  TempDir twice, strict, merged;
+  Analysis dup = analyze({"merge", out_r0.path(), out_r0.path()}, twice.path());
+  EXPECT_EQ(dup.run.exit_code, 2);
+  EXPECT_NE(dup.run.err.find("rank 0 is in both " + out_r0.path() + " and " + out_r0.path()), std::string::npos)
+      << dup.run.err;
+  Analysis none = analyze({"merge", reference()}, merged.path());
+  EXPECT_EQ(none.run.exit_code, 2);
+  EXPECT_NE(none.run.err.find("no saved comparison (result.json)"), std::string::npos) << none.run.err;
+  analyze({"compare", "--ranks", "1", "--fail-rel-l2", "1e-3", reference(), dut.path()}, strict.path());
+  Analysis other = analyze({"merge", out_r0.path(), strict.path()}, merged.path());
+  EXPECT_EQ(other.run.exit_code, 2);
+  EXPECT_NE(other.run.err.find("was compared with other thresholds or --op-list"), std::string::npos) << other.run.err;
+
   // A rank neither side holds, and a list that is not one: said, status 2.
   Analysis e = analyze({"compare", "--ranks", "0,5", reference(), dut.path()}, out_none.path());
   EXPECT_EQ(e.run.exit_code, 2);
