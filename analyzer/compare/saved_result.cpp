@@ -108,6 +108,8 @@ Saved load(const std::string& dir) {
 std::string saveResult(const CompareResult& r, const SavedJudgement& judgement, const std::string& dir) {
   if (!r.spill) return "no judged rows to keep";
   try {
+    // An earlier comparison's, gone first: a save that fails leaves none.
+    fs::remove(fs::path(dir) / kSavedResultFile);
     const fs::path rows = fs::path(dir) / "rows";
     fs::remove_all(rows);
     fs::create_directories(rows);
@@ -228,9 +230,14 @@ CompareResult mergeResults(const std::vector<std::string>& dirs, SavedJudgement&
   for (const Saved& s : saved) {
     const nlohmann::json& j = s.j;
     try {
+      const std::string dir0 = j.at("dir0").get<std::string>(), dir1 = j.at("dir1").get<std::string>();
       if (m.dir0.empty()) {
-        m.dir0 = j.at("dir0").get<std::string>();
-        m.dir1 = j.at("dir1").get<std::string>();
+        m.dir0 = dir0;
+        m.dir1 = dir1;
+      } else if (dir0 != m.dir0 || dir1 != m.dir1) {
+        // Paths differ between machines; said, not refused.
+        m.notes.push_back(s.dir + " compared " + dir0 + " and " + dir1 + ", " + saved.front().dir + " " + m.dir0 +
+                          " and " + m.dir1);
       }
       const std::vector<size_t> positions = j.at("kept").get<std::vector<size_t>>();
       RecordSpill kept;

@@ -2,7 +2,8 @@
 // that scales an op's outputs) overridden in a real training run, forward
 // and backward, on the CPU, under bf16 autocast and on the test
 // accelerator (where the recorded run under a dispatch mode once failed:
-// acc's own copies went through the mode). Overridden, the run's losses follow the reference's within
+// acc's own copies went through the mode; device_train.py settles the
+// autograd engine's device thread before exiting, see there). Overridden, the run's losses follow the reference's within
 // rounding; without the override they do not. compare names the wrong op
 // in the run without it and finds nothing in the run with it.
 #include <gtest/gtest.h>
@@ -11,7 +12,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -39,21 +39,6 @@ double largestDifference(const std::vector<double>& a, const std::vector<double>
   return d;
 }
 
-// A run of the test accelerator under a Python dispatch mode sometimes
-// aborts after its last line ("terminate called without an active
-// exception", exit status 134: unrecorded runs too, on torch 1.13 and
-// 2.15; the cause is not acc's). Such a run is made once more.
-RunResult recordOnce(const std::string& script, const std::string& dir, const Env& env) {
-  RunResult r = recordPython(testScript(script), dir, env);
-  if (r.exit_code == 134 && r.err.find("terminate called without an active exception") != std::string::npos) {
-    std::printf("the run aborted at exit (a known fault of the test accelerator's runs); once more\n");
-    std::filesystem::remove_all(dir);
-    std::filesystem::create_directories(dir);
-    r = recordPython(testScript(script), dir, env);
-  }
-  return r;
-}
-
 struct Runs {
   std::vector<double> reference, wrong, overridden;
   RunResult fixed;  // the overridden run, recorded in `dir`
@@ -64,13 +49,13 @@ struct Runs {
 Runs threeRuns(const std::string& script, Env env, const std::string& wrong, const std::string& override_,
                const TempDir& ref_dir, const TempDir& wrong_dir, const TempDir& fixed_dir) {
   Runs r;
-  RunResult ref = recordOnce(script, ref_dir.path(), env);
+  RunResult ref = recordPython(testScript(script), ref_dir.path(), env);
   EXPECT_EQ(ref.exit_code, 0) << ref.err;
   env["WRONG_OPS"] = wrong;
-  RunResult bad = recordOnce(script, wrong_dir.path(), env);
+  RunResult bad = recordPython(testScript(script), wrong_dir.path(), env);
   EXPECT_EQ(bad.exit_code, 0) << bad.err;
   env["ACC_OVERRIDE"] = override_;
-  r.fixed = recordOnce(script, fixed_dir.path(), env);
+  r.fixed = recordPython(testScript(script), fixed_dir.path(), env);
   EXPECT_EQ(r.fixed.exit_code, 0) << r.fixed.err;
   r.reference = losses(ref);
   r.wrong = losses(bad);
