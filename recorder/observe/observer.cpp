@@ -624,6 +624,7 @@ std::unique_ptr<at::ObserverContext> onStart(const at::RecordFunction& fn) {
   }
   if (isProfilerEvent(fn.name())) return nullptr;
   if (isCompileScope(fn.name())) {
+    if (OpOverride* o = s->overrides()) o->noteCompiled();
     // Compiled kernels write memory without the dispatcher seeing it: the
     // device tensors waiting for their statistics are summarised first.
     if (StatsBatch* batch = s->statsBatch()) batch->flush();

@@ -50,6 +50,27 @@ bool takesGenerator(const c10::FunctionSchema& schema) {
   return false;
 }
 
+// A tensor without memory of its own: torch.compile's fake tensors while it
+// traces (the dispatcher shows their ops too), other Python subclasses,
+// functionalization's wrappers. Their ops are not computations to redo.
+bool withoutMemory(const at::Tensor& t) {
+  return t.defined() && (t.unsafeGetTensorImpl()->is_python_dispatch() || !t.has_storage() || t.is_meta());
+}
+
+bool anyWithoutMemory(const c10::IValue& v) {
+  if (v.isTensor()) return withoutMemory(v.toTensor());
+  if (v.isTensorList()) {
+    for (const at::Tensor& t : v.toTensorList()) {
+      if (withoutMemory(t)) return true;
+    }
+  } else if (v.isList()) {
+    for (const c10::IValue& e : v.toList()) {
+      if (e.isTensor() && withoutMemory(e.toTensor())) return true;
+    }
+  }
+  return false;
+}
+
 // One argument as the float64 CPU call takes it.
 c10::IValue toReference(const c10::IValue& v, const c10::Argument* arg) {
   if (v.isTensor()) return toReference(v.toTensor());
@@ -133,6 +154,12 @@ std::unique_ptr<OpOverride::Call> OpOverride::start(const at::RecordFunction& fn
   size_t index = 0;
   const Entry* e = match(fn, step, index);
   if (e == nullptr) return nullptr;
+  for (const c10::IValue& v : fn.inputs()) {
+    if (anyWithoutMemory(v)) {
+      unreal_.fetch_add(1, std::memory_order_relaxed);
+      return nullptr;
+    }
+  }
   auto call = std::make_unique<Call>();
   call->entry = index;
   try {
@@ -203,6 +230,14 @@ void OpOverride::fail(const std::string& op, const std::string& why) {
   std::fprintf(stderr, "acc: ACC_OVERRIDE: %s; this call is left as the op computed it\n", line.c_str());
 }
 
+void OpOverride::noteCompiled() {
+  if (compiled_.fetch_add(1, std::memory_order_relaxed) == 0) {
+    std::fprintf(stderr,
+                 "acc: ACC_OVERRIDE: this program runs torch.compile'd code, whose ops are not dispatched one by one "
+                 "and so not overridden; ACC_EAGER=1 runs them op by op\n");
+  }
+}
+
 std::string OpOverride::describe() const {
   std::string s;
   for (const auto& e : entries_) s += (s.empty() ? "" : ", ") + e->op.text();
@@ -227,7 +262,8 @@ nlohmann::json OpOverride::toJson() const {
     ops.push_back({{"op", e->op.text()}, {"calls", e->calls.load()}, {"refused", e->refused.load()}});
   }
   std::lock_guard<std::mutex> lock(notes_mutex_);
-  return {{"ops", ops}, {"failed", errors_.load()}, {"notes", notes_}};
+  return {{"ops", ops}, {"failed", errors_.load()}, {"compiled_regions", compiled_.load()},
+          {"without_memory", unreal_.load()}, {"notes", notes_}};
 }
 
 }  // namespace acc::recorder

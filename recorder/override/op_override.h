@@ -59,6 +59,10 @@ class OpOverride {
   // Computes the call and overwrites the op's outputs. Never throws.
   void finish(const at::RecordFunction& fn, Call& call);
 
+  // A torch.compile'd region runs: its ops are not dispatched one by one,
+  // so none is overridden there. Said once, counted.
+  void noteCompiled();
+
   // "aten::gelu, aten::gelu_backward@2-4": for the start line.
   std::string describe() const;
   // At exit: calls per op, failures.
@@ -76,6 +80,10 @@ class OpOverride {
 
   std::vector<std::unique_ptr<Entry>> entries_;
   std::atomic<uint64_t> errors_{0};
+  std::atomic<uint64_t> compiled_{0};  // compiled regions run
+  // Calls on tensors without memory (torch.compile tracing, subclasses):
+  // left alone.
+  std::atomic<uint64_t> unreal_{0};
   mutable std::mutex notes_mutex_;
   std::vector<std::string> notes_;  // the first failures, one line each
 };

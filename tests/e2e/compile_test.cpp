@@ -101,5 +101,34 @@ TEST(TorchCompile, EagerModeRecordsEveryOp) {
   EXPECT_FALSE(ops.count("CompiledFunction.fwd"));
 }
 
+// ACC_OVERRIDE cannot reach ops inside compiled code: it says so once and
+// counts the compiled regions; with ACC_EAGER=1 the ops run one by one and
+// are overridden.
+TEST(TorchCompile, OverrideSaysCompiledOpsAreNotOverridden) {
+  if (!hasCompile()) GTEST_SKIP() << "this torch has no torch.compile (1.13)";
+  const std::string line = "acc: ACC_OVERRIDE: this program runs torch.compile'd code";
+  TempDir compiled, eager;
+  RunResult r = recordPython(testScript("compiled_train.py"), compiled.path(), {{"ACC_OVERRIDE", "aten::gelu"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const size_t first = r.err.find(line);
+  EXPECT_NE(first, std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(line, first + 1), std::string::npos) << "said once";
+  const nlohmann::json o = readRank(compiled / "rank0").manifest["override"];
+  EXPECT_GT(o["compiled_regions"].get<uint64_t>(), 0u) << o.dump();
+  EXPECT_EQ(o["ops"][0]["calls"], 0) << o.dump();
+  // While dynamo traces the model, gelu runs on fake tensors (on torch 2.6
+  // and 2.14 at least): left alone, counted. The program once crashed
+  // there (exit 139, ASSERT_EQ above), reading memory they do not have.
+  EXPECT_TRUE(o["without_memory"].is_number()) << o.dump();
+
+  RunResult e = recordPython(testScript("compiled_train.py"), eager.path(),
+                             {{"ACC_OVERRIDE", "aten::gelu"}, {"ACC_EAGER", "1"}});
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  EXPECT_EQ(e.err.find(line), std::string::npos) << e.err;
+  const nlohmann::json oe = readRank(eager / "rank0").manifest["override"];
+  EXPECT_EQ(oe["ops"][0]["calls"], 2) << "one GELU, two steps: " << oe.dump();
+  EXPECT_EQ(oe["compiled_regions"], 0);
+}
+
 }  // namespace
 }  // namespace acc::test
