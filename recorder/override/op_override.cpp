@@ -4,6 +4,7 @@
 #include <c10/core/impl/LocalDispatchKeySet.h>
 
 #include <cstdio>
+#include <cstring>
 #include <stdexcept>
 #include <utility>
 
@@ -54,7 +55,14 @@ bool takesGenerator(const c10::FunctionSchema& schema) {
 // traces (the dispatcher shows their ops too), other Python subclasses,
 // functionalization's wrappers. Their ops are not computations to redo.
 bool withoutMemory(const at::Tensor& t) {
-  return t.defined() && (t.unsafeGetTensorImpl()->is_python_dispatch() || !t.has_storage() || t.is_meta());
+  if (!t.defined()) return false;
+  // A functional wrapper over a fake tensor (torch 2.1's AOT tracing) looks
+  // like a plain tensor but for its key: its copy reads no memory at all.
+  if (t.key_set().has(c10::DispatchKey::Functionalize) || t.unsafeGetTensorImpl()->is_python_dispatch() ||
+      !t.has_storage() || t.is_meta()) {
+    return true;
+  }
+  return t.numel() != 0 && t.storage().data() == nullptr;
 }
 
 bool anyWithoutMemory(const c10::IValue& v) {
@@ -150,6 +158,9 @@ const OpOverride::Entry* OpOverride::match(const at::RecordFunction& fn, int64_t
 }
 
 std::unique_ptr<OpOverride::Call> OpOverride::start(const at::RecordFunction& fn, int64_t step) {
+  // A compiled graph's call as an autograd function: on torch 2.1 the only
+  // sign of compiled code the dispatcher shows.
+  if (std::strcmp(fn.name(), "CompiledFunction") == 0) noteCompiled();
   if (t_active > 0) return nullptr;
   size_t index = 0;
   const Entry* e = match(fn, step, index);
@@ -262,7 +273,7 @@ nlohmann::json OpOverride::toJson() const {
     ops.push_back({{"op", e->op.text()}, {"calls", e->calls.load()}, {"refused", e->refused.load()}});
   }
   std::lock_guard<std::mutex> lock(notes_mutex_);
-  return {{"ops", ops}, {"failed", errors_.load()}, {"compiled_regions", compiled_.load()},
+  return {{"ops", ops}, {"failed", errors_.load()}, {"compiled_calls", compiled_.load()},
           {"without_memory", unreal_.load()}, {"notes", notes_}};
 }
 

@@ -59,8 +59,10 @@ class OpOverride {
   // Computes the call and overwrites the op's outputs. Never throws.
   void finish(const at::RecordFunction& fn, Call& call);
 
-  // A torch.compile'd region runs: its ops are not dispatched one by one,
-  // so none is overridden there. Said once, counted.
+  // torch.compile'd code runs (a compiled region's scope, or a compiled
+  // graph's CompiledFunction call: one region may show both): its ops are
+  // not dispatched one by one, so none is overridden there. Said once,
+  // counted.
   void noteCompiled();
 
   // "aten::gelu, aten::gelu_backward@2-4": for the start line.
@@ -80,7 +82,7 @@ class OpOverride {
 
   std::vector<std::unique_ptr<Entry>> entries_;
   std::atomic<uint64_t> errors_{0};
-  std::atomic<uint64_t> compiled_{0};  // compiled regions run
+  std::atomic<uint64_t> compiled_{0};  // compiled code entered
   // Calls on tensors without memory (torch.compile tracing, subclasses):
   // left alone.
   std::atomic<uint64_t> unreal_{0};

@@ -102,7 +102,7 @@ TEST(TorchCompile, EagerModeRecordsEveryOp) {
 }
 
 // ACC_OVERRIDE cannot reach ops inside compiled code: it says so once and
-// counts the compiled regions; with ACC_EAGER=1 the ops run one by one and
+// counts the compiled calls; with ACC_EAGER=1 the ops run one by one and
 // are overridden.
 TEST(TorchCompile, OverrideSaysCompiledOpsAreNotOverridden) {
   if (!hasCompile()) GTEST_SKIP() << "this torch has no torch.compile (1.13)";
@@ -114,7 +114,7 @@ TEST(TorchCompile, OverrideSaysCompiledOpsAreNotOverridden) {
   EXPECT_NE(first, std::string::npos) << r.err;
   EXPECT_EQ(r.err.find(line, first + 1), std::string::npos) << "said once";
   const nlohmann::json o = readRank(compiled / "rank0").manifest["override"];
-  EXPECT_GT(o["compiled_regions"].get<uint64_t>(), 0u) << o.dump();
+  EXPECT_GT(o["compiled_calls"].get<uint64_t>(), 0u) << o.dump();
   EXPECT_EQ(o["ops"][0]["calls"], 0) << o.dump();
   // While dynamo traces the model, gelu runs on fake tensors (on torch 2.6
   // and 2.14 at least): left alone, counted. The program once crashed
@@ -127,7 +127,7 @@ TEST(TorchCompile, OverrideSaysCompiledOpsAreNotOverridden) {
   EXPECT_EQ(e.err.find(line), std::string::npos) << e.err;
   const nlohmann::json oe = readRank(eager / "rank0").manifest["override"];
   EXPECT_EQ(oe["ops"][0]["calls"], 2) << "one GELU, two steps: " << oe.dump();
-  EXPECT_EQ(oe["compiled_regions"], 0);
+  EXPECT_EQ(oe["compiled_calls"], 0);
 }
 
 }  // namespace
