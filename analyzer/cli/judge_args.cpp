@@ -14,7 +14,7 @@ bool parseNumber(const std::string& s, double& v) {
   return !s.empty() && end == s.c_str() + s.size() && !std::isnan(v);
 }
 
-void addJudgeOptions(CLI::App& app, JudgeArgs& a) {
+void addReportOptions(CLI::App& app, JudgeArgs& a) {
   app.add_flag("--json", a.json);
   app.add_flag("--progress", a.progress);
   app.add_flag("--only-failed", a.filter.only_failed);
@@ -22,6 +22,10 @@ void addJudgeOptions(CLI::App& app, JudgeArgs& a) {
     a.out = v;
     return v.empty() ? "-o needs a directory" : "";
   });
+}
+
+void addJudgeOptions(CLI::App& app, JudgeArgs& a) {
+  addReportOptions(app, a);
   addChecked(app, "--op-list", [&a](const std::string& v) {
     std::stringstream items(v);
     for (std::string item; std::getline(items, item, ',');) {

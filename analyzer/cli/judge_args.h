@@ -35,5 +35,8 @@ bool parseNumber(const std::string& s, double& v);
 // Declares the shared options on `app`, filling `a`; the recording
 // directories go to a.positional.
 void addJudgeOptions(CLI::App& app, JudgeArgs& a);
+// Only those of them that shape the reports: -o, --json, --progress,
+// --only-failed (merge, whose rows were judged before).
+void addReportOptions(CLI::App& app, JudgeArgs& a);
 
 }  // namespace acc::analyzer

@@ -44,13 +44,7 @@ int mergeCommand(const std::vector<std::string>& argv) {
   args.out = "acc_merge";
   CommandLine cli("merge", kUsage);
   CLI::App& app = cli.app();
-  app.add_flag("--json", args.json);
-  app.add_flag("--progress", args.progress);
-  app.add_flag("--only-failed", args.filter.only_failed);
-  addChecked(app, "-o,--output", [&args](const std::string& v) {
-    args.out = v;
-    return v.empty() ? "-o needs a directory" : "";
-  });
+  addReportOptions(app, args);
   addChecked(app, "--min-cosine", [&args](const std::string& v) -> std::string {
     double x = 0;
     if (!parseNumber(v, x) || x < -1 || x > 1) return "--min-cosine: '" + v + "' is not a number in [-1, 1]";

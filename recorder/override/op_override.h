@@ -17,7 +17,10 @@
 // The float64 call runs with acc's callbacks off and below autocast and
 // Python's dispatch modes and subclasses, so that neither a program's
 // autocast nor a TorchDispatchMode changes the reference it computes. An op
-// that draws random numbers is refused (its draws would differ).
+// that draws random numbers is refused (its draws would differ); calls on
+// tensors without memory of their own (torch.compile's tracing, Python
+// subclasses) are left alone, and compiled code, whose ops the dispatcher
+// never sees one by one, is said once.
 // Reading a device's inputs waits for the device: an overridden op costs a
 // synchronisation per call.
 #pragma once
