@@ -1,33 +1,20 @@
 // acc-analyzer compare DIR0 DIR1 -o OUT: which op starts the drift.
-#include <cstdint>
 #include <malloc.h>
 
-#include <chrono>
+#include <algorithm>
 #include <cmath>
-#include <cstdio>
+#include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <optional>
-#include <sstream>
 
 #include "analyzer/cli/command_line.h"
 #include "analyzer/cli/commands.h"
 #include "analyzer/cli/compare_verdict.h"
-#include "analyzer/common/text.h"
-#include "analyzer/report/csv_report.h"
-#include "analyzer/compare/engine.h"
 #include "analyzer/cli/judge_args.h"
-#include "analyzer/judge/origins.h"
+#include "analyzer/compare/engine.h"
 #include "analyzer/compare/progress.h"
-#include "analyzer/compare/gradients.h"
-#include "analyzer/report/report_filter.h"
-#include "analyzer/report/report_set.h"
-#include "analyzer/report/summary.h"
 #include "analyzer/read/recording.h"
-#include "analyzer/report/report_html.h"
-#include "analyzer/report/report_xlsx.h"
-#include "format/random_ops.h"
 #include "replay/pool.h"
 
 namespace acc::analyzer {
@@ -143,12 +130,7 @@ void declare(CLI::App& app, Args& a) {
   a.common.out = "acc_compare";
   addJudgeOptions(app, a.common);
   app.add_flag_callback("--no-replay", [&a] { a.options.replay = false; });
-  addChecked(app, "--min-cosine", [&a](const std::string& v) -> std::string {
-    double x = 0;
-    if (!parseNumber(v, x) || x < -1 || x > 1) return "--min-cosine: '" + v + "' is not a number in [-1, 1]";
-    a.common.filter.min_cosine = x;
-    return "";
-  });
+  addMinCosineOption(app, a.common);
   addChecked(app, "--memory-mb", [&a](const std::string& v) -> std::string {
     double x = 0;
     if (!parseNumber(v, x) || x < 1 || x != std::floor(x)) return "--memory-mb: '" + v + "' is not a whole number >= 1";

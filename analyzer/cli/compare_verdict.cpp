@@ -10,7 +10,6 @@
 #include "analyzer/compare/gradients.h"
 #include "analyzer/compare/saved_result.h"
 #include "analyzer/judge/origins.h"
-#include "analyzer/report/report_filter.h"
 #include "analyzer/report/report_set.h"
 #include "analyzer/report/summary.h"
 #include "format/random_ops.h"

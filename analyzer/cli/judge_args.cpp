@@ -24,6 +24,15 @@ void addReportOptions(CLI::App& app, JudgeArgs& a) {
   });
 }
 
+void addMinCosineOption(CLI::App& app, JudgeArgs& a) {
+  addChecked(app, "--min-cosine", [&a](const std::string& v) -> std::string {
+    double x = 0;
+    if (!parseNumber(v, x) || x < -1 || x > 1) return "--min-cosine: '" + v + "' is not a number in [-1, 1]";
+    a.filter.min_cosine = x;
+    return "";
+  });
+}
+
 void addJudgeOptions(CLI::App& app, JudgeArgs& a) {
   addReportOptions(app, a);
   addChecked(app, "--op-list", [&a](const std::string& v) {

@@ -38,5 +38,7 @@ void addJudgeOptions(CLI::App& app, JudgeArgs& a);
 // Only those of them that shape the reports: -o, --json, --progress,
 // --only-failed (merge, whose rows were judged before).
 void addReportOptions(CLI::App& app, JudgeArgs& a);
+// --min-cosine X, the filter compare and merge take.
+void addMinCosineOption(CLI::App& app, JudgeArgs& a);
 
 }  // namespace acc::analyzer

@@ -45,12 +45,7 @@ int mergeCommand(const std::vector<std::string>& argv) {
   CommandLine cli("merge", kUsage);
   CLI::App& app = cli.app();
   addReportOptions(app, args);
-  addChecked(app, "--min-cosine", [&args](const std::string& v) -> std::string {
-    double x = 0;
-    if (!parseNumber(v, x) || x < -1 || x > 1) return "--min-cosine: '" + v + "' is not a number in [-1, 1]";
-    args.filter.min_cosine = x;
-    return "";
-  });
+  addMinCosineOption(app, args);
   app.add_option("OUT", args.positional);
   if (std::optional<int> done = cli.parse(argv)) return *done;
   if (args.positional.empty()) {

@@ -135,12 +135,7 @@ CompareResult compareRecordings(const CompareOptions& options) {
       result.numerics1 = objectField(m1, "numerics");
       first_pair = false;
     }
-    for (SettingDifference& d : settingDifferences(m0, m1)) {
-      auto same = [&](const SettingDifference& e) { return e.setting == d.setting; };
-      if (std::none_of(result.settings_differ.begin(), result.settings_differ.end(), same)) {
-        result.settings_differ.push_back(std::move(d));
-      }
-    }
+    for (SettingDifference& d : settingDifferences(m0, m1)) addSettingDifference(result.settings_differ, std::move(d));
   }
 
   // Each rank pair in one pass over each records file: metadata read and

@@ -135,9 +135,7 @@ std::string saveResult(const CompareResult& r, const SavedJudgement& judgement, 
     nlohmann::json unmatched = nlohmann::json::array();
     for (const UnmatchedRecord& u : r.unmatched) unmatched.push_back(unmatchedJson(u));
     nlohmann::json settings = nlohmann::json::array();
-    for (const SettingDifference& d : r.settings_differ) {
-      settings.push_back({{"setting", d.setting}, {"dir0", d.dir0}, {"dir1", d.dir1}});
-    }
+    for (const SettingDifference& d : r.settings_differ) settings.push_back(settingDifferenceJson(d));
     const nlohmann::json j = {
         {"rows_version", kRowsVersion},
         {"threshold_flags", judgement.threshold_flags},
@@ -262,11 +260,9 @@ CompareResult mergeResults(const std::vector<std::string>& dirs, SavedJudgement&
       m.seconds += j.at("seconds").get<double>();
       m.records0 += j.at("records0").get<uint64_t>();
       m.records1 += j.at("records1").get<uint64_t>();
-      for (const char* key : {"problems", "notes", "recording_notes"}) {
-        std::vector<std::string>& to = std::string(key) == "problems" ? m.problems
-                                       : std::string(key) == "notes" ? m.notes
-                                                                     : m.recording_notes;
-        for (const auto& line : j.at(key)) to.push_back(line.get<std::string>());
+      for (auto [key, to] : {std::pair{"problems", &m.problems}, std::pair{"notes", &m.notes},
+                             std::pair{"recording_notes", &m.recording_notes}}) {
+        for (const auto& line : j.at(key)) to->push_back(line.get<std::string>());
       }
       m.replay_stderr.lines += j.at("replay_stderr").at("lines").get<uint64_t>();
       for (const auto& line : j.at("replay_stderr").at("first")) {
@@ -284,18 +280,15 @@ CompareResult mergeResults(const std::vector<std::string>& dirs, SavedJudgement&
       if (m.numerics0.empty()) m.numerics0 = j.at("numerics0");
       if (m.numerics1.empty()) m.numerics1 = j.at("numerics1");
       for (const nlohmann::json& d : j.at("settings_differ")) {
-        const std::string setting = d.at("setting").get<std::string>();
-        auto same = [&](const SettingDifference& e) { return e.setting == setting; };
-        if (std::none_of(m.settings_differ.begin(), m.settings_differ.end(), same)) {
-          m.settings_differ.push_back({setting, d.at("dir0"), d.at("dir1")});
-        }
+        addSettingDifference(m.settings_differ, {d.at("setting").get<std::string>(), d.at("dir0"), d.at("dir1")});
       }
     } catch (const nlohmann::json::exception& e) {
       throw InputError(s.dir + "/" + kSavedResultFile + ": not a saved comparison (" + e.what() + ")");
-    } catch (const std::out_of_range& e) {
+    } catch (const std::out_of_range&) {
       throw InputError(s.dir + ": its kept rows do not match " + kSavedResultFile);
-    } catch (const std::runtime_error& e) {
-      if (dynamic_cast<const InputError*>(&e)) throw;
+    } catch (const InputError&) {
+      throw;
+    } catch (const std::runtime_error& e) {  // its rows cannot be read back
       throw InputError(s.dir + ": " + e.what());
     }
   }

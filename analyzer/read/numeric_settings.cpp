@@ -16,6 +16,15 @@ std::string bare(const std::string& op) {
 
 }  // namespace
 
+void addSettingDifference(std::vector<SettingDifference>& to, SettingDifference d) {
+  auto same = [&](const SettingDifference& e) { return e.setting == d.setting; };
+  if (std::none_of(to.begin(), to.end(), same)) to.push_back(std::move(d));
+}
+
+nlohmann::json settingDifferenceJson(const SettingDifference& d) {
+  return {{"setting", d.setting}, {"dir0", d.dir0}, {"dir1", d.dir1}};
+}
+
 std::vector<SettingDifference> settingDifferences(const nlohmann::json& manifest0, const nlohmann::json& manifest1) {
   const nlohmann::json &a = objectField(manifest0, "numerics"), &b = objectField(manifest1, "numerics");
   std::vector<SettingDifference> out;

@@ -21,6 +21,11 @@ struct SettingDifference {
 // Settings whose values differ between two manifests' "numerics" (the list
 // of settings that changed during a run is compared too).
 std::vector<SettingDifference> settingDifferences(const nlohmann::json& manifest0, const nlohmann::json& manifest1);
+// Adds `d` to `to` unless a difference of the same setting is listed
+// already (several rank pairs, or several saved comparisons, report it).
+void addSettingDifference(std::vector<SettingDifference>& to, SettingDifference d);
+// {"setting", "dir0", "dir1"}, as summary.json and a saved comparison hold it.
+nlohmann::json settingDifferenceJson(const SettingDifference& d);
 
 // Ops whose float32 kernels may use TF32 tensor cores when the settings
 // allow it: cuBLAS matmuls (and ops made of them), cuDNN convolutions.

@@ -323,9 +323,7 @@ nlohmann::json summaryJson(const CompareResult& r, const Thresholds& t, const Su
     j["listed_at_most"] = kListed;
   }
   nlohmann::json differ = nlohmann::json::array();
-  for (const SettingDifference& d : r.settings_differ) {
-    differ.push_back({{"setting", d.setting}, {"dir0", d.dir0}, {"dir1", d.dir1}});
-  }
+  for (const SettingDifference& d : r.settings_differ) differ.push_back(settingDifferenceJson(d));
   j["settings"] = {{"differ", differ}, {"dir0", r.numerics0}, {"dir1", r.numerics1}};
   nlohmann::json modules = nlohmann::json::array();
   for (const ModuleSummary& m : r.modules) modules.push_back(moduleSummaryJson(m));

@@ -175,9 +175,9 @@ std::unique_ptr<OpOverride::Call> OpOverride::start(const at::RecordFunction& fn
   call->entry = index;
   try {
     auto name = fn.operator_name();
-    auto op = name ? c10::Dispatcher::singleton().findOp(*name) : c10::nullopt;
-    if (!op) throw std::runtime_error("the dispatcher does not know it");
-    const c10::FunctionSchema& schema = op->schema();
+    if (name) call->op = c10::Dispatcher::singleton().findOp(*name);
+    if (!call->op) throw std::runtime_error("the dispatcher does not know it");
+    const c10::FunctionSchema& schema = call->op->schema();
     if (takesGenerator(schema) || format::randomKindOf(fn.name()) != format::RandomKind::None) {
       if (!entries_[index]->refused.exchange(true)) {
         std::fprintf(stderr, "acc: ACC_OVERRIDE: %s draws random numbers; it is not overridden\n", fn.name());
@@ -200,10 +200,7 @@ std::unique_ptr<OpOverride::Call> OpOverride::start(const at::RecordFunction& fn
 
 void OpOverride::finish(const at::RecordFunction& fn, Call& call) {
   try {
-    auto name = fn.operator_name();
-    auto op = name ? c10::Dispatcher::singleton().findOp(*name) : c10::nullopt;
-    if (!op) throw std::runtime_error("the dispatcher does not know it");
-    const c10::FunctionSchema& schema = op->schema();
+    const c10::FunctionSchema& schema = call.op->schema();
     const std::vector<c10::IValue>& outputs = fn.outputs();
     if (outputs.size() != schema.returns().size()) return;  // the op threw: nothing to overwrite
     ReferenceGuard guard;
@@ -211,7 +208,7 @@ void OpOverride::finish(const at::RecordFunction& fn, Call& call) {
     // in-place _foreach_ ops) hands its results back through them.
     const std::vector<c10::IValue> arguments = call.inputs;
     torch::jit::Stack stack = std::move(call.inputs);
-    op->callBoxed(stack);
+    call.op->callBoxed(stack);
     if (stack.size() != outputs.size()) {
       throw std::runtime_error("the float64 call returned " + std::to_string(stack.size()) + " values, the op " +
                                std::to_string(outputs.size()));

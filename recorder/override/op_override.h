@@ -26,6 +26,7 @@
 #pragma once
 
 #include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/record_function.h>
 #include <nlohmann/json.hpp>
 
@@ -50,8 +51,9 @@ class OpOverride {
     ~Call();
     Call(const Call&) = delete;
     Call& operator=(const Call&) = delete;
-    size_t entry = 0;                 // which of the configured ops
-    std::vector<c10::IValue> inputs;  // float64 CPU copies
+    size_t entry = 0;                     // which of the configured ops
+    c10::optional<c10::OperatorHandle> op;  // the op itself, found at its start
+    std::vector<c10::IValue> inputs;      // float64 CPU copies
   };
 
   explicit OpOverride(std::vector<env::OverrideOp> ops);

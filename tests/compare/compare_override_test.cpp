@@ -3,9 +3,10 @@
 // and backward, on the CPU, under bf16 autocast and on the test
 // accelerator (where the recorded run under a dispatch mode once failed:
 // acc's own copies went through the mode; device_train.py settles the
-// autograd engine's device thread before exiting, see there). Overridden, the run's losses follow the reference's within
-// rounding; without the override they do not. compare names the wrong op
-// in the run without it and finds nothing in the run with it.
+// autograd engine's device thread before exiting, see there). Overridden,
+// the run's losses follow the reference's within rounding; without the
+// override they do not. compare names the wrong op in the run without it
+// and finds nothing in the run with it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -41,11 +42,11 @@ double largestDifference(const std::vector<double>& a, const std::vector<double>
 
 struct Runs {
   std::vector<double> reference, wrong, overridden;
-  RunResult fixed;  // the overridden run, recorded in `dir`
+  RunResult fixed;  // the overridden run
 };
 
 // The reference, the run with `wrong` ops and the same with `override_`,
-// all recorded at `level` (the first two in their own directories).
+// each recorded with `env` into its own directory.
 Runs threeRuns(const std::string& script, Env env, const std::string& wrong, const std::string& override_,
                const TempDir& ref_dir, const TempDir& wrong_dir, const TempDir& fixed_dir) {
   Runs r;
