@@ -26,8 +26,9 @@ torch_packages=(libtorch-dev python3-torch python3-torchvision)
 # torch.compile's CPU backend (inductor) builds C++ with setuptools and
 # Python's headers.
 # python3-venv: the environment of msprobe's released package
-# (scripts/msprobe-env.sh).
-test_packages=(python3-numpy python3-openpyxl chromium python3-setuptools python3-dev python3-venv)
+# (scripts/msprobe-env.sh). gdb: a test whose program hangs prints its
+# threads' stacks (tests/README.md).
+test_packages=(python3-numpy python3-openpyxl chromium python3-setuptools python3-dev python3-venv gdb)
 
 # Installs those of the packages given that are missing (needs root).
 install_missing() {

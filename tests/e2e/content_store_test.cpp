@@ -195,10 +195,18 @@ TEST(DeduplicationTest, RecordingKeepsTheProgramsPeakMemory) {
     const size_t start = r.out.find_last_of('\n', last);
     return std::stod(r.out.substr(start == std::string::npos ? 0 : start + 1));
   };
-  TempDir dir;
-  const double plain = peakKib(false, ""), recorded = peakKib(true, dir.path());
-  std::cerr << "peak resident memory: " << plain / 1024 << " MiB unrecorded, " << recorded / 1024
-            << " MiB at level 1\n";
+  // One run's peak varies by up to 90 MiB either way (the unrecorded run's
+  // too, under a parallel test's load): the least of three interleaved runs
+  // of each is compared.
+  double plain = 0, recorded = 0;
+  for (int i = 0; i < 3; ++i) {
+    TempDir dir;
+    const double p = peakKib(false, ""), r = peakKib(true, dir.path());
+    plain = i == 0 ? p : std::min(plain, p);
+    recorded = i == 0 ? r : std::min(recorded, r);
+    std::cerr << "peak resident memory: " << p / 1024 << " MiB unrecorded, " << r / 1024
+              << " MiB at level 1\n";
+  }
   // Issue 26's target: at most 5 % or 64 MiB more, whichever is larger.
   EXPECT_LE(recorded, std::max(plain * 1.05, plain + 64 * 1024)) << plain << " KiB unrecorded";
 }

@@ -1,11 +1,14 @@
 #include "tests/e2e/harness.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -57,6 +60,48 @@ std::string majorMinor(const std::string& version) {
   return version.substr(0, version.find('.', version.find('.') + 1));
 }
 
+namespace {
+
+// Seconds a child may run before the harness stops it (ACC_TEST_CHILD_TIMEOUT
+// overrides): below ctest's 600, so that a hung program fails its test with
+// its threads' stacks instead of a bare timeout.
+int childTimeoutSeconds() {
+  const char* v = std::getenv("ACC_TEST_CHILD_TIMEOUT");
+  const int s = v != nullptr ? std::atoi(v) : 0;
+  return s > 0 ? s : 400;
+}
+
+// Waits for the child to end, up to the timeout; then writes what each of its
+// threads is doing (gdb's backtraces where gdb is installed, else each
+// thread's name and kernel wait channel) and kills it. Returns that text, or
+// "" when the child ended in time. The child is reaped by the caller.
+std::string waitOrDump(pid_t pid, const std::string& stacks_path) {
+  const int fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  if (fd < 0) return "";  // an old kernel: wait without a limit
+  pollfd p{fd, POLLIN, 0};
+  const int ready = poll(&p, 1, childTimeoutSeconds() * 1000);
+  ::close(fd);
+  if (ready != 0) return "";
+  std::string text = "\nharness: the program ran past " + std::to_string(childTimeoutSeconds()) +
+                     " s and was killed; its threads:\n";
+  const std::string gdb = "gdb -p " + std::to_string(pid) +
+                          " -batch -nx -ex 'thread apply all bt' >" + stacks_path + " 2>&1";
+  if (std::system(("command -v gdb >/dev/null 2>&1 && " + gdb).c_str()) == 0) {
+    text += readFile(stacks_path);
+  } else {
+    std::error_code ec;
+    for (const auto& t : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+      std::string comm = readFile(t.path() / "comm"), wchan = readFile(t.path() / "wchan");
+      if (!comm.empty() && comm.back() == '\n') comm.pop_back();
+      text += "  " + t.path().filename().string() + " " + comm + ": " + wchan + "\n";
+    }
+  }
+  kill(pid, SIGKILL);
+  return text;
+}
+
+}  // namespace
+
 RunResult run(const Command& command) {
   TempDir io;
   const std::string out_path = io / "stdout", err_path = io / "stderr";
@@ -90,12 +135,13 @@ RunResult run(const Command& command) {
     execve(argv[0], argv.data(), envp.data());
     _exit(127);
   }
+  const std::string stacks = waitOrDump(pid, io / "stacks");
   int status = 0;
   waitpid(pid, &status, 0);
   RunResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   r.out = readFile(out_path);
-  r.err = readFile(err_path);
+  r.err = readFile(err_path) + stacks;
   return r;
 }
 
