@@ -17,6 +17,9 @@ output says so.
   /usr/bin/python3 bench/overhead.py --levels watch     # ACC_WATCH=naninf
   /usr/bin/python3 bench/overhead.py --levels 1,1+grads # ACC_GRADS=1 at level 1
   /usr/bin/python3 bench/overhead.py --levels floor,0,1 # and the floor: what any observer costs
+  /usr/bin/python3 bench/overhead.py --script examples/transformer_train.py --levels 1,reference
+                                                        # ACC_REFERENCE at level 1 (judged against
+                                                        # a level-1 recording of the same run)
 
 "floor" runs the script unrecorded with bench/callback_floor.cpp loaded (a
 dispatcher callback that boxes every op's inputs and outputs and does
@@ -115,15 +118,16 @@ def clean_env():
     return env
 
 
-LEVEL_TOKENS = ("0", "1", "2", "watch", "0+grads", "1+grads", "2+grads", "floor")
+LEVEL_TOKENS = ("0", "1", "2", "watch", "0+grads", "1+grads", "2+grads", "floor", "reference")
 # Runs a script with the floor's callback loaded: argv = library, script.
 FLOOR_RUNNER = ("import runpy, sys, torch; torch.ops.load_library(sys.argv[1]); sys.argv = sys.argv[2:]; "
                 "runpy.run_path(sys.argv[0], run_name='__main__')")
 
 
 def parse_levels(text):
-    """ACC_LEVEL values, "watch" (a run under ACC_WATCH=naninf) and LEVEL+grads
-    (ACC_LEVEL=LEVEL with ACC_GRADS=1)."""
+    """ACC_LEVEL values, "watch" (a run under ACC_WATCH=naninf), LEVEL+grads
+    (ACC_LEVEL=LEVEL with ACC_GRADS=1) and "reference" (level 1 under
+    ACC_REFERENCE, against a level-1 recording made first)."""
     levels = []
     for part in text.split(","):
         part = part.strip()
@@ -204,6 +208,11 @@ def run_once(args, python, script_path, config, run_index, out_root):
         acc = {"LD_PRELOAD": preload, "ACC_ENABLE": "1", "ACC_OUTPUT_DIR": out_dir, "ACC_QUIET": "1"}
         if config["level"] == "watch":
             acc["ACC_WATCH"] = "naninf"
+        elif config["level"] == "reference":
+            # Judged against the same program's level-1 recording: the cost
+            # of judging every record while nothing is found.
+            acc["ACC_LEVEL"] = "1"
+            acc["ACC_REFERENCE"] = os.path.join(out_root, "reference-source")
         elif str(config["level"]).endswith("+grads"):
             acc["ACC_LEVEL"] = str(config["level"]).split("+")[0]
             acc["ACC_GRADS"] = "1"
@@ -431,7 +440,7 @@ def main(argv):
 
     if "floor" in levels and not os.path.isfile(floor_lib(args)):
         usage_error(parser, f"--levels floor: {floor_lib(args)} not found; build bench/ (cmake --build build)")
-    names = {"watch": "watch naninf", "floor": "floor"}
+    names = {"watch": "watch naninf", "floor": "floor", "reference": "ACC_REFERENCE"}
     configs = [{"name": "unrecorded", "level": None}] + \
               [{"name": names.get(lv, f"level {lv}"), "level": lv} for lv in levels]
     passed_acc = sorted(f"{k}={v}" for k, v in os.environ.items()
@@ -452,6 +461,14 @@ def main(argv):
         load_start = os.getloadavg()[0]
         log(f"overhead.py: torch {info['version']} ({python}), {info['threads']} threads; "
             f"{display_path(script_path)}, {args.repeats} runs per configuration")
+        if "reference" in levels:
+            # The reference the "reference" runs are judged against (untimed).
+            try:
+                run_once(args, python, script_path, {"name": "reference-source", "level": 1}, 0, out_root)
+            except RunFailed as e:
+                log(f"overhead.py: {e}")
+                return 1
+            os.rename(os.path.join(out_root, "reference-source-run0"), os.path.join(out_root, "reference-source"))
         results = {c["name"]: [] for c in configs}
         if args.interleave:
             order = [(c, i) for i in range(args.repeats) for c in configs]

@@ -142,13 +142,15 @@ bool isFile(const std::string& path) {
 
 // A recording made with ACC_RANDOM=save: a rank directory holding
 // random.acc, or a directory of rank*/ subdirectories one of which does.
-bool holdsRandomDraws(const std::string& dir) {
-  if (isFile(dir + "/" + kRandomFile)) return true;
+}  // namespace
+
+bool holdsRankFile(const std::string& dir, const char* file) {
+  if (isFile(dir + "/" + file)) return true;
   DIR* d = ::opendir(dir.c_str());
   if (d == nullptr) return false;
   bool found = false;
   while (dirent* e = ::readdir(d)) {
-    if (std::strncmp(e->d_name, "rank", 4) == 0 && isFile(dir + "/" + e->d_name + "/" + kRandomFile)) {
+    if (std::strncmp(e->d_name, "rank", 4) == 0 && isFile(dir + "/" + e->d_name + "/" + file)) {
       found = true;
       break;
     }
@@ -156,6 +158,8 @@ bool holdsRandomDraws(const std::string& dir) {
   ::closedir(d);
   return found;
 }
+
+namespace {
 
 bool sameDirectory(const std::string& a, const std::string& b) {
   struct stat sa {}, sb {};
@@ -248,6 +252,10 @@ const std::vector<Variable>& variables() {
       {"ACC_WATCH_ABORT", "0", "0 or 1: 1 stops the program (exit status 3) once the watch has found and written its op"},
       {"ACC_RANDOM", "off", "off, save (store what random ops draw) or the directory of a recording made with ACC_RANDOM=save (replay its draws here: changes this run's numbers on purpose)"},
       {"ACC_OVERRIDE", "(none)", "comma-separated ops, each optionally @STEPS (3, 3-5, 3-), e.g. aten::gelu,aten::gelu_backward@2-4: computed in float64 on the CPU and handed back in the op's dtype and device (changes this run's numbers on purpose)"},
+      {"ACC_REFERENCE", "(none)", "the directory of a recording of the same program (any level, same ranks): each record is judged against it as it is made, and the first origins are written at level 2"},
+      {"ACC_REFERENCE_CONTEXT", "3", "an integer 0..1000: ops before and after each ACC_REFERENCE find written at level 2 with it"},
+      {"ACC_REFERENCE_MAX", "1", "an integer 1..1000: ACC_REFERENCE finds written at level 2"},
+      {"ACC_REFERENCE_THRESHOLDS", "(none)", "compare's threshold options that ACC_REFERENCE judges with (none: compare's defaults), e.g. --fail-rel-l2 bf16=0.02,fp32=1e-4 --small 1e-6"},
       {"ACC_EAGER", "0", "0 or 1: 1 turns torch.compile off for the run, so every op is recorded"},
   };
   return table;
@@ -397,7 +405,7 @@ ParseResult parse(const Lookup& lookup, char** environment) {
       c.random = m == "off" ? Random::Off : Random::Save;
       return true;
     }
-    if (v.empty() || !holdsRandomDraws(v)) return false;
+    if (v.empty() || !holdsRankFile(v, kRandomFile)) return false;
     c.random = Random::Replay;
     c.random_source = v;
     return true;
@@ -419,6 +427,42 @@ ParseResult parse(const Lookup& lookup, char** environment) {
     }
     return !c.overrides.empty();
   });
+
+  const size_t errors_before_reference = result.errors.size();
+  p.field("ACC_REFERENCE", [&](const std::string& v) {
+    if (v.empty() || !holdsRankFile(v, kRecordsFile)) return false;
+    c.reference = v;
+    return true;
+  });
+  p.field("ACC_REFERENCE_CONTEXT", integer(c.reference_context, 0, 1000));
+  p.field("ACC_REFERENCE_MAX", integer(c.reference_max, 1, 1000));
+  // Checked against compare's options when the session starts (env/ knows
+  // nothing of the analyzer's thresholds).
+  p.field("ACC_REFERENCE_THRESHOLDS", [&](const std::string& v) {
+    c.reference_thresholds = v;
+    return !v.empty();
+  });
+  if (!c.reference.empty() &&
+      (sameDirectory(c.reference, c.output_dir) || sameDirectory(c.reference + "/..", c.output_dir))) {
+    result.errors.push_back("acc: ACC_REFERENCE=\"" + c.reference +
+                            "\" is ACC_OUTPUT_DIR itself or inside it, which this run overwrites; allowed: another recording's directory");
+  }
+  if (!c.reference.empty() && c.level == 0) {
+    result.errors.push_back("acc: ACC_REFERENCE cannot be combined with ACC_LEVEL=0 (records are judged on their statistics); allowed: ACC_LEVEL=1 or 2");
+  }
+  if (!c.reference.empty() && !c.outputs) {
+    result.errors.push_back("acc: ACC_REFERENCE cannot be combined with ACC_OUTPUTS=0 (records are judged on their outputs); allowed: ACC_OUTPUTS=1");
+  }
+  if (!c.reference.empty() && c.watch == Watch::NanInf) {
+    result.errors.push_back("acc: ACC_REFERENCE cannot be combined with ACC_WATCH=naninf (each writes only its own finds); allowed: one of them");
+  }
+  if (c.reference.empty() && result.errors.size() == errors_before_reference) {
+    const char* set = lookup("ACC_REFERENCE_MAX") != nullptr          ? "ACC_REFERENCE_MAX"
+                      : lookup("ACC_REFERENCE_CONTEXT") != nullptr    ? "ACC_REFERENCE_CONTEXT"
+                      : lookup("ACC_REFERENCE_THRESHOLDS") != nullptr ? "ACC_REFERENCE_THRESHOLDS"
+                                                                      : nullptr;
+    if (set != nullptr) result.errors.push_back(std::string("acc: ") + set + " is set but ACC_REFERENCE is not; allowed: set ACC_REFERENCE=DIR with it, or unset it");
+  }
 
   for (char** e = environment; e != nullptr && *e != nullptr; ++e) {
     if (std::strncmp(*e, "ACC_", 4) != 0) continue;

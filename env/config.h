@@ -81,6 +81,14 @@ struct Config {
   // ACC_OVERRIDE: ops whose results acc replaces by float64 CPU ones
   // (changes numbers on purpose).
   std::vector<OverrideOp> overrides;
+  // ACC_REFERENCE (recorder/reference/reference.h): a recording of the same
+  // program each record is judged against as it is made; the first
+  // reference_max origins are written at level 2 with reference_context ops
+  // before and after them. Empty: off.
+  std::string reference;
+  uint64_t reference_context = 3;
+  uint64_t reference_max = 1;
+  std::string reference_thresholds;  // compare's threshold options; empty: compare's defaults
 
   bool records(Passes pass) const {
     return (static_cast<uint8_t>(passes) & static_cast<uint8_t>(pass)) != 0;
@@ -121,5 +129,11 @@ const char* randomName(Random random);
 
 // The file of a rank directory that holds what ACC_RANDOM=save drew.
 inline constexpr const char* kRandomFile = "random.acc";
+// The file of a rank directory that holds its records.
+inline constexpr const char* kRecordsFile = "records.acc";
+
+// Whether `dir` is a rank directory holding `file`, or a recording with
+// such a rank directory.
+bool holdsRankFile(const std::string& dir, const char* file);
 
 }  // namespace acc::env

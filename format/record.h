@@ -84,6 +84,15 @@ struct Scalar {
   std::string value;  // text form: 1, 0.5, True, "mean", [1, 2], None
 };
 
+// ACC_REFERENCE writes a backward find's forward op again, with the values
+// of its inputs, as a forward record named {forward}.captured after the
+// forward's own: replay of the backward record runs its forward op.
+inline constexpr const char* kCapturedSuffix = ".captured";
+inline bool isCapturedForward(const std::string& name) {
+  const size_t n = std::char_traits<char>::length(kCapturedSuffix);
+  return name.size() > n && name.compare(name.size() - n, n, kCapturedSuffix) == 0;
+}
+
 // The op of ACC_GRADS records (grad::{parameter}): a parameter's gradient at
 // an optimizer step, input 0. No dispatcher op: nothing to replay.
 inline constexpr const char* kGradientOp = "acc::grad";

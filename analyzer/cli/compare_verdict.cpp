@@ -68,6 +68,9 @@ std::string pairLine(const TensorPair& p) {
 std::string replayLines(const RecordComparison& r) {
   const ReplayCheck& c = r.replay;
   std::string s;
+  // DIR0's own error, where its record held the values replay needs (not
+  // in a level-1 reference whose run under test captured its finds).
+  const std::string dir0 = std::isnan(c.error0) ? "" : "; DIR0's: " + num(c.error0);
   switch (c.state) {
     case ReplayState::NotTried:
       s = r.rerecord.empty() ? "not replayed (--no-replay)" : "not replayed: recorded with statistics only";
@@ -80,12 +83,12 @@ std::string replayLines(const RecordComparison& r) {
       break;
     case ReplayState::Confirmed:
       s = "confirmed by replay: DIR1's output is " + num(c.error1) + " off the float64 replay of its own inputs " +
-          "(tolerance " + num(c.tolerance) + "; DIR0's: " + num(c.error0) + ")";
+          "(tolerance " + num(c.tolerance) + dir0 + ")";
       break;
     case ReplayState::Amplifies:
     case ReplayState::Reproduced:
       s = "replay reproduces it: DIR1's output is " + num(c.error1) + " off the float64 replay of its own inputs " +
-          "(tolerance " + num(c.tolerance) + "; DIR0's: " + num(c.error0) + "): " +
+          "(tolerance " + num(c.tolerance) + dir0 + "): " +
           (c.precision.empty() ? "the op amplifies its inputs' error" : "not a wrong kernel");
       break;
   }
@@ -94,7 +97,7 @@ std::string replayLines(const RecordComparison& r) {
     s += "    judged at " + c.precision + " precision, which " + c.precision_setting + " allows DIR1: " + c.precision +
          " products alone are " + num(c.precision_error) + " off float64 here\n";
   }
-  if (!r.rerecord.empty()) {
+  if (!r.rerecord.empty() && (c.state == ReplayState::NotTried || c.state == ReplayState::MayAmplify)) {
     s += "    confirm by replay: record both runs again with " + r.rerecord + " and compare them\n";
   }
   return s;

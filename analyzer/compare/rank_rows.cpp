@@ -1,4 +1,5 @@
 #include "analyzer/compare/rank_rows.h"
+#include "analyzer/read/recording_notes.h"
 
 #include <algorithm>
 
@@ -11,7 +12,7 @@ namespace acc::analyzer {
 RankRows::RankRows(const RankRecording& a, const RankRecording& b, const StackTable& stacks0,
                    const Thresholds& thresholds, size_t replay_limit, RecordSpill::Part& part)
     : a_(a), b_(b), stacks0_(stacks0), thresholds_(thresholds), replay_limit_(replay_limit), part_(part),
-      judge_(thresholds) {}
+      finds1_(referenceFinds(b.manifest)), judge_(thresholds) {}
 
 void RankRows::addWindow(std::shared_ptr<const AlignedWindow> window) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -66,9 +67,10 @@ void RankRows::emit(uint64_t k, std::vector<TensorPair>&& tensors) {
   attachRerecord(r, w, p);
   for (const TensorPair& t : r.tensors) tensors_compared += t.metrics.compared;
   bool keep = false;
+  const bool captured = !finds1_.empty() && finds1_.count(m1.name.str()) != 0;
   if (r.origin) {
     origins.push_back(k);
-    if (!failsOnStatistics(r)) {
+    if (!failsOnStatistics(r) || captured) {
       if (candidates.size() < replay_limit_) {
         candidates.push_back(k);
         keep = true;
@@ -78,7 +80,7 @@ void RankRows::emit(uint64_t k, std::vector<TensorPair>&& tensors) {
     }
     keep = keep || origins.size() <= kMaxKeptOrigins;
     if (!keep) ++origins_not_kept;
-  } else if (r.screened) {
+  } else if (r.screened || (captured && r.replay.state == ReplayState::MayAmplify)) {
     // Only replay can make it an origin: beyond the limit it stays none.
     if (candidates.size() < replay_limit_) {
       candidates.push_back(k);

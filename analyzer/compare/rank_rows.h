@@ -17,6 +17,8 @@
 #include <memory>
 #include <unordered_map>
 #include <mutex>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "analyzer/compare/align.h"
@@ -71,6 +73,9 @@ class RankRows {
   const Thresholds& thresholds_;
   const size_t replay_limit_;
   RecordSpill::Part& part_;
+  // DIR1's ACC_REFERENCE finds (records written at level 2 in a level-1
+  // run): replayed as candidates though judged on statistics.
+  const std::set<std::string> finds1_;
   OriginJudge judge_;
   // Forward records' stack ids by name, of step stack_step_ only (a step
   // longer than a window gathers them over its windows).

@@ -6,6 +6,7 @@
 #include "analyzer/judge/origins.h"
 #include "analyzer/judge/replay_inputs.h"
 #include "analyzer/judge/replay_verdict.h"
+#include "analyzer/read/recording_notes.h"
 
 namespace acc::analyzer {
 namespace {
@@ -24,8 +25,13 @@ void confirmByReplay(std::vector<RecordComparison>& records, const RankRecording
                      const Thresholds& thresholds, replay::Pool& pool, size_t limit, std::vector<std::string>& notes) {
   std::vector<size_t> candidates;
   size_t skipped = 0;
+  // Candidates judged on statistics are replayed only where DIR1 holds
+  // their values anyway: ACC_REFERENCE's finds (compare/rank_rows.h).
+  const bool has_finds = !referenceFinds(rank1.manifest).empty();
   for (size_t k = 0; k < records.size(); ++k) {
-    if (!(records[k].origin || records[k].screened) || failsOnStatistics(records[k])) continue;
+    const bool candidate = records[k].origin || records[k].screened ||
+                           (has_finds && records[k].replay.state == ReplayState::MayAmplify);
+    if (!candidate || (failsOnStatistics(records[k]) && !has_finds)) continue;
     if (candidates.size() < limit) candidates.push_back(k);
     else ++skipped;
   }
@@ -73,8 +79,12 @@ void confirmByReplay(std::vector<RecordComparison>& records, const RankRecording
     auto a = items0.find(r.index0), b = items1.find(r.index1);
     ReplayItem unreadable;
     unreadable.not_replayable = "the record could not be read again";
+    const bool may_amplify = r.replay.state == ReplayState::MayAmplify;
     judgeByReplay(r, a == items0.end() ? unreadable : a->second, outcomes[2 * c],
                   b == items1.end() ? unreadable : b->second, outcomes[2 * c + 1], thresholds);
+    // What statistics could not tell, replay did: its kernel is wrong.
+    if (may_amplify && r.replay.state == ReplayState::Confirmed) r.origin = true;
+    if (may_amplify && r.replay.state == ReplayState::NotReplayable) r.replay.state = ReplayState::MayAmplify;
   }
 }
 

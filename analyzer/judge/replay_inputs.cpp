@@ -1,5 +1,6 @@
 #include "analyzer/judge/replay_inputs.h"
 
+#include <cstring>
 #include <map>
 
 namespace acc::analyzer {
@@ -66,7 +67,13 @@ ReadDamage forEachReplayItem(const RankRecording& rank, const std::function<bool
       }
       step = meta.step;
     }
-    if (meta.pass == format::Pass::Forward) forward[{meta.step, meta.name}] = meta;
+    if (meta.pass == format::Pass::Forward) {
+      // ACC_REFERENCE's copy of a backward find's forward op, written with
+      // its inputs' values after the op itself (format::kCapturedSuffix).
+      std::string name = meta.name;
+      if (format::isCapturedForward(name)) name.resize(name.size() - std::strlen(format::kCapturedSuffix));
+      forward[{meta.step, std::move(name)}] = meta;
+    }
     if (!want(meta)) return;
     format::OpRecord full = raw.decodeOp(true);
     ReplayItem item;

@@ -12,13 +12,14 @@
 #include <memory>
 
 #include "format/bytes.h"
+#include "env/config.h"
 #include "format/frame.h"
 
 namespace acc::analyzer {
 namespace fs = std::filesystem;
 namespace {
 
-constexpr const char* kRecordsFile = "records.acc";
+using env::kRecordsFile;
 
 RankRecording openRank(const fs::path& dir) {
   RankRecording r;

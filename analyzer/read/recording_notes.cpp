@@ -57,6 +57,17 @@ std::vector<std::string> recordingNotes(const nlohmann::json& m) {
   return notes;
 }
 
+std::set<std::string> referenceFinds(const nlohmann::json& m) {
+  std::set<std::string> names;
+  if (!m.is_object()) return names;
+  const nlohmann::json& reference = objectField(m, "reference");
+  const nlohmann::json& finds = reference.value("finds", nlohmann::json::array());
+  for (const nlohmann::json& f : finds) {
+    if (f.is_object() && f.value("tensors_held", false)) names.insert(textField(f, "record"));
+  }
+  return names;
+}
+
 std::vector<std::string> recordingNotes(const std::vector<RankRecording>& ranks) {
   std::vector<std::string> out;
   for (const RankRecording& r : ranks) {

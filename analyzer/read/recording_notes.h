@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -19,5 +20,10 @@ std::vector<std::string> recordingNotes(const nlohmann::json& manifest);
 
 // "DIR/rank0: " before each of the ranks' notes.
 std::vector<std::string> recordingNotes(const std::vector<RankRecording>& ranks);
+
+// The records ACC_REFERENCE wrote at level 2 as its finds in an otherwise
+// level-1 recording (manifest "reference"): compare replays them as it
+// replays level-2 candidates.
+std::set<std::string> referenceFinds(const nlohmann::json& manifest);
 
 }  // namespace acc::analyzer

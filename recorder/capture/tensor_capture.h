@@ -62,7 +62,7 @@ struct Capture {
   // Outputs of an op that fills them with one value (zero_, ones_like):
   // device tensors' statistics are known without a kernel.
   std::optional<double> constant;
-  WatchHold* hold = nullptr;  // ACC_WATCH: each tensor captured is held here too
+  TensorHold* hold = nullptr;  // ACC_WATCH: each tensor captured is held here too
   // Inputs, level 2: the arguments the op writes. Their values at the start
   // are kept so that the outputs on the same tensors are recorded as deltas
   // (CapturedOp::delta_bases). Null: none kept.

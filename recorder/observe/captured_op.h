@@ -26,16 +26,18 @@ struct DeviceValues {
   at::Tensor data;    // host, the tensor's bytes in row-major order (level 2), or undefined
 };
 
-// What ACC_WATCH keeps of a watched op until its outputs are judged
-// (watch.h): the op's tensors, one per entry of `tensors`, with their
-// versions when captured, and what an in-place op's overwritten input held
-// before the op ran.
-struct WatchHold {
+// What ACC_WATCH and ACC_REFERENCE keep of an op until it is judged
+// (watch.h, reference.h): the op's tensors, one per entry of `tensors`, with
+// their versions when captured, and what an in-place op's overwritten input
+// held before the op ran (the watch: its finiteness; the reference: a copy,
+// for the find's level-2 record).
+struct TensorHold {
   std::vector<at::Tensor> tensors;
   std::vector<uint32_t> versions;
   std::vector<size_t> overwritten;           // indices in `tensors`
   std::vector<int8_t> overwritten_nonfinite; // per entry: a Finiteness (CPU), -1 (device: below)
   std::vector<StatsTicket> overwritten_stats;  // 1 per device entry, in order
+  std::vector<at::Tensor> before;  // ACC_REFERENCE: per `overwritten` entry, its values at the op's start
 };
 
 // Level 2, CPU: what an input that the op writes held at the op's start.
@@ -55,7 +57,7 @@ struct CapturedOp : format::OpRecord {
   std::vector<c10::Event> events;     // one per device and capture batch
   // Contents this record defines: referable once it is queued.
   std::vector<ContentStore::Pending> contents;
-  std::unique_ptr<WatchHold> watch;  // ACC_WATCH only
+  std::unique_ptr<TensorHold> hold;  // ACC_WATCH and ACC_REFERENCE only
   std::vector<DeltaBase> delta_bases;  // between an op's start and its outputs' capture
 
   bool inFlight() const { return !device_values.empty(); }

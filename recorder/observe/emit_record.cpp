@@ -10,7 +10,7 @@ namespace acc::recorder {
 
 void emitRecord(Session& s, std::unique_ptr<CapturedOp> record) {
   s.counts().recorded.fetch_add(1, std::memory_order_relaxed);
-  record->watch.reset();
+  record->hold.reset();
   // Later records may refer to its contents only once it is in the queue,
   // ahead of them (a dropped record defines nothing).
   if (record->inFlight()) {

@@ -127,11 +127,14 @@ struct OpContext : at::ObserverContext {
   c10::IValue filled;       // a collective returning only its work: argument 0, which it fills
 };
 
-// Where a finished record goes: to the writer, or to the NaN/Inf watch,
-// which judges it and writes only what it finds.
+// Where a finished record goes: to the writer, to the NaN/Inf watch, which
+// judges it and writes only what it finds, or to ACC_REFERENCE's judge,
+// which writes it at level 2 when it is a find.
 void finishRecord(Session& s, std::unique_ptr<CapturedOp> record) {
   if (Watch* watch = s.watch()) {
     watch->finish(s, std::move(record));
+  } else if (Reference* reference = s.reference()) {
+    reference->finish(s, std::move(record));
   } else {
     emitRecord(s, std::move(record));
   }
@@ -161,7 +164,9 @@ std::unique_ptr<CapturedOp> newRecord(Session& s, std::string_view name, std::st
     if (module != nullptr) r->module.assign(*module);
   }
   if (s.config().stack != env::StackMode::None) r->stack_id = s.stacks().capture();
-  if (s.watch() != nullptr) r->watch = std::make_unique<WatchHold>();
+  if (s.watch() != nullptr || (s.reference() != nullptr && s.reference()->holds())) {
+    r->hold = std::make_unique<TensorHold>();
+  }
   return r;
 }
 
@@ -201,15 +206,17 @@ void captureAll(Session& s, c10::ArrayRef<const c10::IValue> values, Role role, 
   // of autograd) only for tensors whose values it reads through ops.
   Capture capture;
   // The watch keeps metadata and holds the tensors; it captures values
-  // only for the op it finds.
-  capture.level = r.watch ? 0 : s.config().level;
-  capture.hold = r.watch.get();
+  // only for the op it finds. ACC_REFERENCE holds them beside what the
+  // level captures.
+  const bool watched = r.hold && s.watch() != nullptr;
+  capture.level = watched ? 0 : s.config().level;
+  capture.hold = r.hold.get();
   capture.devices = [&s](const std::string& d) {
     if (d == tls.last_device) return;
     s.noteDevice(d);
     tls.last_device = d;
   };
-  capture.contents = r.watch || !dedup ? nullptr : s.contents();
+  capture.contents = watched || !dedup ? nullptr : s.contents();
   capture.batch = s.statsBatch();
   if (capture.contents != nullptr && capture.level >= 2) capture.writes = writes;
   if (role == Role::Output) capture.constant = filledWith(r);
@@ -440,9 +447,10 @@ void startForward(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
     ctx.record->autocast = std::move(autocast);
   }
   ctx.record->sequence_nr = fn.seqNr();
-  if (s.config().level >= 2) {
+  if (s.config().level >= 2 || ctx.record->hold) {
     // Replay (replay/) needs the exact overload; its lookup copies two
-    // strings, so only level 2, which records the data replay needs too.
+    // strings, so only level 2, which records the data replay needs too,
+    // and the records the watch or ACC_REFERENCE may write at level 2.
     if (auto name = fn.operator_name()) {
       ctx.record->has_overload = true;
       ctx.record->overload = name->overload_name;
@@ -461,6 +469,7 @@ void startForward(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
   }
   if (ctx.collective && !inputs.empty()) ctx.filled = inputs[0];
   if (Watch* watch = s.watch()) watch->noteOverwrittenInputs(*ctx.record);
+  if (Reference* reference = s.reference()) reference->noteOverwrittenInputs(*ctx.record);
 }
 
 // A collective's results (its tensor outputs, or the argument it fills when

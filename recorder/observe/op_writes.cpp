@@ -70,4 +70,18 @@ const OpWrites& opWrites(const at::RecordFunction& fn) {
   return slot->writes;
 }
 
+bool writesInPlace(std::string_view op) { return !op.empty() && op.back() == '_'; }
+
+bool replacesArgument0(std::string_view op) {
+  static const char* const kOps[] = {"aten::copy_",    "aten::fill_",        "aten::zero_",
+                                     "aten::uniform_", "aten::normal_",      "aten::bernoulli_",
+                                     "aten::random_",  "aten::exponential_", "aten::geometric_",
+                                     "aten::cauchy_",  "aten::log_normal_",  "aten::set_",
+                                     "aten::resize_"};
+  for (const char* name : kOps) {
+    if (op == name) return true;
+  }
+  return false;
+}
+
 }  // namespace acc::recorder

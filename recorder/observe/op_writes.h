@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 namespace acc::recorder {
@@ -29,5 +30,13 @@ struct OpWrites {
 // named scopes, autograd nodes), which are not cached. Thread-safe; the
 // reference stays valid for the process's life.
 const OpWrites& opWrites(const at::RecordFunction& fn);
+
+// By name, where a record is all there is: in-place ops write argument 0
+// (add_, relu_, _foreach_mul_, ...).
+bool writesInPlace(std::string_view op);
+// In-place ops that replace all of argument 0 whatever it held (copy_,
+// fill_, zero_, the random fills, set_, resize_): its old values are not an
+// input of theirs.
+bool replacesArgument0(std::string_view op);
 
 }  // namespace acc::recorder

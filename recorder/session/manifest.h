@@ -12,7 +12,7 @@
 namespace acc::recorder {
 
 constexpr const char* kManifestFile = "manifest.json";
-constexpr const char* kRecordsFile = "records.acc";
+using env::kRecordsFile;
 
 nlohmann::json configToJson(const env::Config& config);
 

@@ -20,6 +20,7 @@
 #include "recorder/session/manifest.h"
 #include "recorder/observe/observer.h"
 #include "recorder/python/python_api.h"
+#include "recorder/reference/reference_verdict.h"
 #include "recorder/torch_compat.h"
 
 namespace acc::recorder {
@@ -102,6 +103,15 @@ Session* Session::start(const env::Config& config, int64_t rank, const std::stri
   }
   g_torch_version = compat::runningTorchVersion();
   auto* s = new Session(config, rank, taken);
+  if (!config.reference.empty()) {
+    std::string error;
+    s->reference_ = Reference::open(config, rank, *s, s->stats_batch_, error);
+    if (!s->reference_) {
+      std::fprintf(stderr, "acc: %s; recording is off\n", error.c_str());
+      delete s;
+      return nullptr;
+    }
+  }
   s->stacks_ = std::make_unique<StackRegistry>(
       config.stack, [s](std::string record) { s->emit(std::move(record)); });
   // The writer's first tick comes a second after it starts, long after
@@ -141,6 +151,14 @@ Session* Session::start(const env::Config& config, int64_t rank, const std::stri
     std::fprintf(stderr, "acc: recording rank %lld to %s (level %d, passes %s, %s ops)\n",
                  static_cast<long long>(rank), taken.c_str(), config.level,
                  env::passesName(config.passes), config.nested ? "all" : "top-level");
+  }
+  if (!config.quiet && s->reference_) {
+    std::fprintf(stderr,
+                 "acc: ACC_REFERENCE: judging each record against %s as it is made; the first %llu origin%s of a "
+                 "divergence %s written at level 2 with %llu ops before and after\n",
+                 s->reference_->file().c_str(), static_cast<unsigned long long>(config.reference_max),
+                 config.reference_max == 1 ? "" : "s", config.reference_max == 1 ? "is" : "are",
+                 static_cast<unsigned long long>(config.reference_context));
   }
   if (!config.quiet && s->random_) {
     if (config.random == env::Random::Save) {
@@ -184,6 +202,7 @@ void Session::stop() {
   observer::uninstall();
   s->stats_batch_.flush();
   if (s->watch_) s->watch_->drain(*s);
+  if (s->reference_) s->reference_->drain(*s);
   if (s->random_) s->random_->stop();
   s->writer_->stop();
   const bool terminated = s->signal_.default_action.load();
@@ -197,6 +216,11 @@ void Session::stop() {
   if (!watched.empty() && !s->config_.quiet) std::fprintf(stderr, "%s\n", watched.c_str());
   if (s->random_ && !s->config_.quiet) std::fprintf(stderr, "%s\n", s->random_->summary().c_str());
   if (s->override_) std::fprintf(stderr, "%s\n", s->override_->summary().c_str());
+  if (s->reference_) {
+    for (const std::string& line : referenceVerdict(s->reference_->toJson(), s->dir_, s->config_.reference, !terminated)) {
+      if (!s->config_.quiet || line.rfind("acc: ACC_REFERENCE: no ", 0) != 0) std::fprintf(stderr, "%s\n", line.c_str());
+    }
+  }
   if (!s->config_.quiet) {
     WriterCounts w = s->writer_->counts();
     std::fprintf(stderr, "acc: rank %lld: %llu records written, %llu dropped, %llu lost to %s%s%s\n",
@@ -283,6 +307,7 @@ void Session::writeManifest(const char* status, bool last) {
                    {"action", signal_.default_action.load() ? "default" : "program handler"}};
   }
   if (watch_) m["watch"] = watch_->toJson();
+  if (reference_) m["reference"] = reference_->toJson();
   if (random_) {
     m["random"] = random_->toJson();
   } else if (config_.random != env::Random::Off) {

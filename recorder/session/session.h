@@ -21,6 +21,7 @@
 #include "recorder/observe/stack_registry.h"
 #include "recorder/capture/device/stats_batch.h"
 #include "recorder/session/termination.h"
+#include "recorder/reference/reference.h"
 #include "recorder/watch/watch.h"
 #include "recorder/write/writer.h"
 
@@ -63,6 +64,8 @@ class Session {
   NumericSettings& numerics() { return numerics_; }
   // The NaN/Inf watch (ACC_WATCH=naninf), null when off.
   Watch* watch() { return watch_.get(); }
+  // ACC_REFERENCE's judge, null when off.
+  Reference* reference() { return reference_.get(); }
   // ACC_RANDOM's tape, null when off (or when it could not be opened).
   RandomTape* random() { return random_.get(); }
   // ACC_OVERRIDE's ops, null when none is named.
@@ -113,6 +116,7 @@ class Session {
   ContentStore contents_;
   StatsBatch stats_batch_;
   std::unique_ptr<Watch> watch_;
+  std::unique_ptr<Reference> reference_;
   std::unique_ptr<RandomTape> random_;
   std::string random_error_;  // why ACC_RANDOM is not in effect
   std::unique_ptr<OpOverride> override_;

@@ -8,6 +8,7 @@
 
 #include "recorder/capture/device/device_capture.h"
 #include "recorder/observe/emit_record.h"
+#include "recorder/observe/op_writes.h"
 #include "recorder/watch/finite_check.h"
 #include "recorder/session/session.h"
 #include "recorder/capture/tensor_capture.h"
@@ -19,23 +20,6 @@ using format::Role;
 
 bool isInput(Role r) { return r == Role::Input || r == Role::GradIn; }
 bool isOutput(Role r) { return r == Role::Output || r == Role::GradOut; }
-
-// In-place ops write argument 0 (add_, relu_, _foreach_mul_, ...).
-bool inPlace(std::string_view op) { return !op.empty() && op.back() == '_'; }
-
-// In-place ops that replace all of argument 0 whatever it held: its old
-// values are not an input of theirs.
-bool replacesWhole(std::string_view op) {
-  static const char* const kOps[] = {"aten::copy_",    "aten::fill_",        "aten::zero_",
-                                     "aten::uniform_", "aten::normal_",      "aten::bernoulli_",
-                                     "aten::random_",  "aten::exponential_", "aten::geometric_",
-                                     "aten::cauchy_",  "aten::log_normal_",  "aten::set_",
-                                     "aten::resize_"};
-  for (const char* name : kOps) {
-    if (op == name) return true;
-  }
-  return false;
-}
 
 // How long an op waits for its device tensors' batch before the watch
 // starts it (a batch otherwise runs at the step's end or when full).
@@ -50,8 +34,8 @@ std::string positions(const std::vector<uint32_t>& list) {
 }  // namespace
 
 void Watch::noteOverwrittenInputs(CapturedOp& r) {
-  if (done_.load(std::memory_order_relaxed) || !r.watch || !inPlace(r.op) || replacesWhole(r.op)) return;
-  WatchHold& h = *r.watch;
+  if (done_.load(std::memory_order_relaxed) || !r.hold || !writesInPlace(r.op) || replacesArgument0(r.op)) return;
+  TensorHold& h = *r.hold;
   LazyCaptureGuard guard;
   try {
     for (size_t i = 0; i < r.tensors.size() && i < h.tensors.size(); ++i) {
@@ -78,7 +62,7 @@ void Watch::noteOverwrittenInputs(CapturedOp& r) {
 
 void Watch::check(Entry& e) {
   CapturedOp& op = *e.op;
-  WatchHold& h = *op.watch;
+  TensorHold& h = *op.hold;
   const size_t n = std::min(op.tensors.size(), h.tensors.size());
   e.nonfinite.assign(op.tensors.size(), -1);
   e.overwritten.assign(op.tensors.size(), false);
@@ -154,7 +138,7 @@ void Watch::nudge(const Entry& e) {
 }
 
 void Watch::finish(Session& s, std::unique_ptr<CapturedOp> record) {
-  if (done_.load(std::memory_order_relaxed) || !record->watch) return;
+  if (done_.load(std::memory_order_relaxed) || !record->hold) return;
   watched_.fetch_add(1, std::memory_order_relaxed);
   Entry e;
   e.op = std::move(record);
@@ -210,7 +194,7 @@ bool Watch::judge(Session& s) {
       held_bytes_ = 0;
       return true;
     }
-    e.op->watch.reset();
+    e.op->hold.reset();
     if (context_size_ > 0) {
       context_.push_back(std::move(e.op));
       if (context_.size() > context_size_) context_.pop_front();
@@ -241,7 +225,7 @@ bool Watch::intended(Entry& e) {
     if (isOutput(op.tensors[i].role) && e.nonfinite[i] == static_cast<int8_t>(Finiteness::NaN)) return false;
   }
   intended_ops_.fetch_add(1, std::memory_order_relaxed);
-  const std::vector<at::Tensor>& held = op.watch->tensors;
+  const std::vector<at::Tensor>& held = op.hold->tensors;
   for (size_t i = 0; i < e.nonfinite.size() && i < held.size(); ++i) {
     if (!isOutput(op.tensors[i].role) || e.nonfinite[i] <= 0 || isIntended(e.storages[i])) continue;
     while (!intended_.empty() && (intended_.front().expired() || intended_.size() >= kIntended)) {
@@ -260,7 +244,7 @@ bool Watch::isIntended(const c10::StorageImpl* storage) const {
 }
 
 void Watch::hold(Entry& e) {
-  WatchHold& h = *e.op->watch;
+  TensorHold& h = *e.op->hold;
   size_t bytes = 0;
   for (const at::Tensor& t : h.tensors) {
     if (t.defined() && t.has_storage()) bytes += t.storage().nbytes();
@@ -285,7 +269,7 @@ void Watch::letGo(Entry& e) {
 void Watch::found(Session& s, Entry& e) {
   done_.store(true);
   CapturedOp& op = *e.op;
-  WatchHold& h = *op.watch;
+  TensorHold& h = *op.hold;
   CaptureGuard guard;
   const bool held = !e.released && h.tensors.size() == op.tensors.size();
   std::vector<uint32_t> bad_outputs, bad_inputs, intended_inputs, unread_inputs;

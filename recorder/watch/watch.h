@@ -2,7 +2,7 @@
 // NaN or infinity, and writes nothing but what it finds.
 //
 // The observer hands each op's record over when the op has finished, at
-// level 0 with its tensors held (WatchHold). Outputs are checked where they
+// level 0 with its tensors held (TensorHold). Outputs are checked where they
 // live (finite_check.h): CPU ones at once, device ones by a small kernel
 // whose two values per tensor are copied behind the op's kernels and read
 // once an event says they arrived, so no op waits for its device. Ops are

@@ -119,7 +119,7 @@ void clearRecord(CapturedOp& r, std::vector<format::Tensor>& shells) {
   r.unmarked.clear();
   r.events.clear();
   r.contents.clear();
-  r.watch.reset();
+  r.hold.reset();
   r.delta_bases.clear();
   for (std::string* s : {&r.name, &r.op, &r.grad_fn, &r.forward_name, &r.overload, &r.module, &r.autocast}) {
     s->clear();

@@ -313,7 +313,11 @@ INSTANTIATE_TEST_SUITE_P(
                       InvalidCase{"ACC_OVERRIDE", ""}, InvalidCase{"ACC_OVERRIDE", "aten::"},
                       InvalidCase{"ACC_OVERRIDE", "gelu@x"}, InvalidCase{"ACC_OVERRIDE", "gelu@3-1"},
                       InvalidCase{"ACC_OVERRIDE", "gelu@1-5:2"}, InvalidCase{"ACC_OVERRIDE", "ge lu"},
-                      InvalidCase{"ACC_OVERRIDE", "gelu,,relu"}, InvalidCase{"ACC_OVERRIDE", "aten::add."}),
+                      InvalidCase{"ACC_OVERRIDE", "gelu,,relu"}, InvalidCase{"ACC_OVERRIDE", "aten::add."},
+                      InvalidCase{"ACC_REFERENCE", ""}, InvalidCase{"ACC_REFERENCE", "/nonexistent/acc-reference"},
+                      InvalidCase{"ACC_REFERENCE_CONTEXT", "-1"}, InvalidCase{"ACC_REFERENCE_CONTEXT", "1001"},
+                      InvalidCase{"ACC_REFERENCE_MAX", "0"}, InvalidCase{"ACC_REFERENCE_MAX", "all"},
+                      InvalidCase{"ACC_REFERENCE_THRESHOLDS", ""}),
     [](const ::testing::TestParamInfo<InvalidCase>& info) {
       return std::string(info.param.name).substr(4) + "_" + std::to_string(info.index);
     });
@@ -326,7 +330,8 @@ TEST(ConfigTest, EveryDocumentedVariableHasAnInvalidCase) {
         "ACC_OP_RANGE", "ACC_OP_LIST", "ACC_MODULES", "ACC_SKIP", "ACC_STEPS", "ACC_RANKS", "ACC_STACK",
         "ACC_NESTED", "ACC_DEDUP", "ACC_BUFFER_MB", "ACC_DEVICE_BATCH", "ACC_ZSTD_LEVEL", "ACC_DATA_ZSTD_LEVEL", "ACC_FRAME_KB", "ACC_ON_FULL",
         "ACC_QUIET", "ACC_EAGER", "ACC_GRADS", "ACC_WATCH", "ACC_WATCH_CONTEXT", "ACC_WATCH_ABORT",
-        "ACC_RANDOM", "ACC_OVERRIDE"}) {
+        "ACC_RANDOM", "ACC_OVERRIDE", "ACC_REFERENCE", "ACC_REFERENCE_CONTEXT", "ACC_REFERENCE_MAX",
+        "ACC_REFERENCE_THRESHOLDS"}) {
     covered.emplace_back(n);
   }
   for (const Variable& v : variables()) {
@@ -382,6 +387,44 @@ TEST(ConfigTest, OverrideSettings) {
   for (const OverrideOp& op : o) texts.push_back(op.text());
   EXPECT_EQ(texts, (std::vector<std::string>{"aten::gelu", "aten::gelu_backward@2-4", "aten::add.Tensor@3",
                                              "my_ops::f@5-"}));
+}
+
+TEST(ConfigTest, ReferenceSettings) {
+  ParseResult off = FakeEnv({}).parse();
+  EXPECT_TRUE(off.config.reference.empty());
+  EXPECT_EQ(off.config.reference_context, 3u);
+  EXPECT_EQ(off.config.reference_max, 1u);
+  // A recording: its directory or a rank's.
+  const std::string dir = ::testing::TempDir() + "/acc-reference-config";
+  std::filesystem::create_directories(dir + "/rank0");
+  std::ofstream(dir + "/rank0/records.acc") << "x";
+  for (const std::string& source : {dir, dir + "/rank0"}) {
+    ParseResult r = FakeEnv({{"ACC_REFERENCE", source},
+                             {"ACC_REFERENCE_CONTEXT", "0"},
+                             {"ACC_REFERENCE_MAX", "4"},
+                             {"ACC_REFERENCE_THRESHOLDS", "--fail-rel-l2 bf16=0.02"}})
+                        .parse();
+    ASSERT_TRUE(r.ok()) << r.errors.front();
+    EXPECT_EQ(r.config.reference, source);
+    EXPECT_EQ(r.config.reference_context, 0u);
+    EXPECT_EQ(r.config.reference_max, 4u);
+    EXPECT_EQ(r.config.reference_thresholds, "--fail-rel-l2 bf16=0.02");
+  }
+  // This run's own directory; settings it cannot judge with; the watch.
+  ParseResult same = FakeEnv({{"ACC_REFERENCE", dir}, {"ACC_OUTPUT_DIR", dir}}).parse();
+  ASSERT_EQ(same.errors.size(), 1u);
+  EXPECT_NE(same.errors[0].find("is ACC_OUTPUT_DIR itself"), std::string::npos) << same.errors[0];
+  ParseResult conflicts = FakeEnv({{"ACC_REFERENCE", dir}, {"ACC_LEVEL", "0"}, {"ACC_OUTPUTS", "0"}}).parse();
+  ASSERT_EQ(conflicts.errors.size(), 2u);
+  for (const std::string& e : conflicts.errors) EXPECT_NE(e.find("ACC_REFERENCE cannot be combined"), std::string::npos) << e;
+  ParseResult watch = FakeEnv({{"ACC_REFERENCE", dir}, {"ACC_WATCH", "naninf"}}).parse();
+  ASSERT_EQ(watch.errors.size(), 1u);
+  EXPECT_NE(watch.errors[0].find("ACC_REFERENCE cannot be combined with ACC_WATCH=naninf"), std::string::npos);
+  // Its settings without it.
+  ParseResult alone = FakeEnv({{"ACC_REFERENCE_MAX", "2"}}).parse();
+  ASSERT_EQ(alone.errors.size(), 1u);
+  EXPECT_NE(alone.errors[0].find("ACC_REFERENCE_MAX is set but ACC_REFERENCE is not"), std::string::npos);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(ConfigTest, WatchSettings) {

@@ -88,7 +88,7 @@ TEST(RecordPool, ARecycledRecordIsANewOne) {
     std::unique_ptr<CapturedOp> r = record_pool::take();
     EXPECT_EQ(encoded(*r), fresh) << "round " << i;
     EXPECT_TRUE(r->tensors.empty());
-    EXPECT_FALSE(r->watch);
+    EXPECT_FALSE(r->hold);
     fill(*r, i);
     record_pool::recycle(std::move(r));
   }

@@ -43,15 +43,7 @@ class InFlightOp final : public InFlightRecord {
     }
   }
 
-  bool arrived() override {
-    for (const c10::Event& e : op_->events) {
-      if (!e.query()) return false;
-    }
-    for (const DeviceValues& v : op_->device_values) {
-      if (v.batched.flight && !v.batched.flight->arrived()) return false;
-    }
-    return true;
-  }
+  bool arrived() override { return valuesArrived(*op_); }
 
   void nudge() override {
     for (const DeviceValues& v : op_->device_values) {
@@ -64,26 +56,7 @@ class InFlightOp final : public InFlightRecord {
   ~InFlightOp() override { record_pool::recycle(std::move(op_)); }
 
   void encodeInto(std::string& out) override {
-    for (DeviceValues& v : op_->device_values) {
-      format::Tensor& t = op_->tensors[v.tensor];
-      if (v.stats.defined()) {
-        t.stats = statsFromBuffer(v.stats, statsElements(t));
-        t.has_stats = true;
-      }
-      if (v.batched.flight) {
-        // Without statistics (counted by the batch) when they could not be
-        // taken: never wrong ones.
-        if (std::optional<format::Stats> s = v.batched.flight->stats(v.batched.slot)) {
-          t.stats = *s;
-          t.has_stats = true;
-        }
-      }
-      if (v.data.defined()) {
-        t.data.assign(static_cast<const char*>(v.data.data_ptr()), v.data.nbytes());
-        t.has_data = true;
-      }
-    }
-    op_->device_values.clear();
+    takeArrivedValues(*op_);
     format::encode(*op_, out);
     format::appendData(*op_, out);
   }
@@ -96,6 +69,39 @@ class InFlightOp final : public InFlightRecord {
 };
 
 }  // namespace
+
+bool valuesArrived(const CapturedOp& op) {
+  for (const c10::Event& e : op.events) {
+    if (!e.query()) return false;
+  }
+  for (const DeviceValues& v : op.device_values) {
+    if (v.batched.flight && !v.batched.flight->arrived()) return false;
+  }
+  return true;
+}
+
+void takeArrivedValues(CapturedOp& op) {
+  for (DeviceValues& v : op.device_values) {
+    format::Tensor& t = op.tensors[v.tensor];
+    if (v.stats.defined()) {
+      t.stats = statsFromBuffer(v.stats, statsElements(t));
+      t.has_stats = true;
+    }
+    if (v.batched.flight) {
+      // Without statistics (counted by the batch) when they could not be
+      // taken: never wrong ones.
+      if (std::optional<format::Stats> s = v.batched.flight->stats(v.batched.slot)) {
+        t.stats = *s;
+        t.has_stats = true;
+      }
+    }
+    if (v.data.defined()) {
+      t.data.assign(static_cast<const char*>(v.data.data_ptr()), v.data.nbytes());
+      t.has_data = true;
+    }
+  }
+  op.device_values.clear();
+}
 
 at::Tensor hostBuffer(at::IntArrayRef sizes, at::ScalarType dtype, c10::DeviceType from) {
   return at::empty(sizes, at::TensorOptions().dtype(dtype).pinned_memory(pinnedFor(from)));

@@ -36,6 +36,13 @@ at::Tensor hostBuffer(at::IntArrayRef sizes, at::ScalarType dtype, c10::DeviceTy
 // An event recorded now on `device`'s current stream.
 c10::Event recordEvent(const c10::Device& device);
 
+// Whether every device value of `op` has reached the host; never blocks.
+// May throw (a device error).
+bool valuesArrived(const CapturedOp& op);
+// After valuesArrived(): moves the values into op's tensors (statistics,
+// level-2 bytes); op is then a host record.
+void takeArrivedValues(CapturedOp& op);
+
 // The writer's view of an op with device values: arrived when its events
 // have completed; encoding fills the values into the record.
 std::unique_ptr<InFlightRecord> inFlight(std::unique_ptr<CapturedOp> op);

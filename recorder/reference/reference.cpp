@@ -1,0 +1,650 @@
+#include "recorder/reference/reference.h"
+
+#include <cctype>
+#include <cstdio>
+#include <sstream>
+#include <thread>
+#include <utility>
+
+#include "analyzer/compare/tensor_pairs.h"
+#include "env/config.h"
+#include "recorder/capture/device/device_capture.h"
+#include "recorder/capture/tensor_capture.h"
+#include "recorder/observe/emit_record.h"
+#include "recorder/observe/op_writes.h"
+#include "recorder/session/session.h"
+#include "recorder/write/record_pool.h"
+
+namespace acc::recorder {
+namespace {
+
+using format::Role;
+
+// How long a record waits for its device statistics' batch before the
+// reference starts it (a batch otherwise runs at the step's end or when full).
+constexpr auto kNudgeAfter = std::chrono::milliseconds(200);
+
+// ACC_REFERENCE_THRESHOLDS: compare's threshold options, "--flag value" or
+// "--flag=value", separated by spaces. An error message, empty on success.
+std::string applyThresholds(analyzer::Thresholds& t, const std::string& text) {
+  std::istringstream in(text);
+  std::vector<std::string> words;
+  for (std::string w; in >> w;) words.push_back(w);
+  for (size_t i = 0; i < words.size(); ++i) {
+    std::string flag = words[i], value;
+    const size_t eq = flag.find('=');
+    if (eq != std::string::npos) {
+      value = flag.substr(eq + 1);
+      flag.resize(eq);
+    } else if (i + 1 < words.size()) {
+      value = words[++i];
+    } else {
+      return flag + " needs a value";
+    }
+    const std::string err = analyzer::applyThresholdFlag(t, flag, value);
+    if (!err.empty()) return err;
+  }
+  return "";
+}
+
+// The rank's records in a recording, or in a rank directory.
+std::string recordsOf(const std::string& dir, int64_t rank) {
+  for (const std::string& f : {dir + "/rank" + std::to_string(rank) + "/" + env::kRecordsFile,
+                                dir + "/" + env::kRecordsFile}) {
+    if (std::FILE* file = std::fopen(f.c_str(), "rb")) {
+      std::fclose(file);
+      return f;
+    }
+  }
+  return "";
+}
+
+// A record's metadata and statistics without its bytes: what the judge
+// compares (the record itself is written as it is).
+format::OpRecord statisticsOf(const CapturedOp& op) {
+  format::OpRecord v;
+  v.index = op.index;
+  v.name = op.name;
+  v.op = op.op;
+  v.pass = op.pass;
+  v.step = op.step;
+  v.grad_fn = op.grad_fn;
+  v.forward_name = op.forward_name;
+  v.has_module = op.has_module;
+  v.module = op.module;
+  v.scalars = op.scalars;
+  v.tensors.reserve(op.tensors.size());
+  for (const format::Tensor& t : op.tensors) {
+    format::Tensor c;
+    c.role = t.role;
+    c.position = t.position;
+    c.item = t.item;
+    c.dtype = t.dtype;
+    c.device = t.device;
+    c.shape = t.shape;
+    c.has_stats = t.has_stats;
+    c.stats = t.stats;
+    c.uninitialized = t.uninitialized;
+    c.content = t.content;
+    c.content_ref = t.content_ref;
+    v.tensors.push_back(std::move(c));
+  }
+  return v;
+}
+
+std::string where(const CapturedOp& op) {
+  return "step " + std::to_string(op.step) +
+         (op.has_module ? ", module " + (op.module.empty() ? std::string("(top level)") : op.module) : std::string());
+}
+
+std::string shortNumber(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", v);
+  return text;
+}
+
+}  // namespace
+
+std::unique_ptr<Reference> Reference::open(const env::Config& config, int64_t rank, Session& session,
+                                           StatsBatch& batch, std::string& error) {
+  analyzer::Thresholds thresholds = analyzer::defaultThresholds();
+  if (!config.reference_thresholds.empty()) {
+    const std::string err = applyThresholds(thresholds, config.reference_thresholds);
+    if (!err.empty()) {
+      error = "ACC_REFERENCE_THRESHOLDS=\"" + config.reference_thresholds + "\": " + err +
+              "; allowed: compare's threshold options (acc-analyzer compare --help), e.g. --fail-rel-l2 bf16=0.02";
+      return nullptr;
+    }
+  }
+  const std::string file = recordsOf(config.reference, rank);
+  if (file.empty()) {
+    error = "ACC_REFERENCE=\"" + config.reference + "\" has no records of rank " + std::to_string(rank) +
+            "; allowed: a recording of the same program with the same ranks";
+    return nullptr;
+  }
+  try {
+    return std::make_unique<Reference>(config, session, batch, std::make_unique<ReferenceReader>(file), thresholds,
+                                       file);
+  } catch (const std::exception& e) {
+    error = "ACC_REFERENCE=\"" + config.reference + "\": " + e.what();
+    return nullptr;
+  }
+}
+
+Reference::Reference(const env::Config& config, Session& session, StatsBatch& batch,
+                     std::unique_ptr<ReferenceReader> reader, const analyzer::Thresholds& thresholds, std::string file)
+    : session_(session),
+      held_bytes_bound_(static_cast<size_t>(config.buffer_mb) << 20),
+      context_(config.reference_context),
+      max_finds_(config.reference_max),
+      level_(config.level),
+      batch_(batch),
+      thresholds_(thresholds),
+      file_(std::move(file)),
+      holding_(config.level < 2),
+      reader_(std::move(reader)),
+      origin_judge_(thresholds),
+      thread_([this] { run(); }) {}
+
+Reference::~Reference() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  work_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Reference::noteOverwrittenInputs(CapturedOp& r) {
+  if (!holds() || !r.hold || !writesInPlace(r.op) || replacesArgument0(r.op)) return;
+  TensorHold& h = *r.hold;
+  LazyCaptureGuard guard;
+  try {
+    for (size_t i = 0; i < r.tensors.size() && i < h.tensors.size(); ++i) {
+      const format::Tensor& ft = r.tensors[i];
+      const at::Tensor& t = h.tensors[i];
+      if (ft.role != Role::Input || ft.position != 0 || ft.uninitialized || !readable(t)) continue;
+      // A copy of what the op overwrites, for its level-2 record should it
+      // be a find; on a device it is queued like any kernel, never waited
+      // for. Tensors larger than an eighth of ACC_BUFFER_MB go uncopied.
+      if (t.nbytes() > held_bytes_bound_ / 8) continue;
+      guard.need();
+      h.overwritten.push_back(i);
+      h.before.push_back(t.clone());
+    }
+  } catch (...) {
+    h.before.resize(std::min(h.before.size(), h.overwritten.size()));
+    h.overwritten.resize(h.before.size());
+  }
+}
+
+void Reference::finish(Session& s, std::unique_ptr<CapturedOp> record) {
+  Entry e;
+  e.op = std::move(record);
+  e.since = std::chrono::steady_clock::now();
+  // Its contents are referable at once, as they are when a record goes
+  // straight to the writer: records are written in the order they finish,
+  // so its definitions still come first in the file (a find's level-2
+  // record keeps them), and later records refer to them instead of
+  // summarising the same tensors again.
+  if (ContentStore* contents = s.contents()) contents->publish(e.op->contents);
+  std::vector<std::unique_ptr<TensorHold>> dead;  // let go here, after mu_ (declared before the lock)
+  std::unique_lock<std::mutex> lock(mu_);
+  dead.swap(dead_);
+  if (e.op->hold) {
+    try {
+      if (e.op->pass == format::Pass::Backward) e.forward = forwardInputs(*e.op);
+    } catch (...) {
+      s.counts().capture_errors.fetch_add(1, std::memory_order_relaxed);
+    }
+    // A CPU program waits for the judge rather than let its records go
+    // unheld; a device's records never wait (their statistics would).
+    ++waiting_for_room_;
+    room_.wait(lock, [&] {
+      return held_ops_ < kHeldOps || stop_ || pending_.empty() || !onHost(*pending_.front().op);
+    });
+    --waiting_for_room_;
+    hold(e);
+  }
+  // The judge goes on while records are waiting: it needs waking (a
+  // futex call) only when it may have found none.
+  const bool was_empty = pending_.empty();
+  pending_.push_back(std::move(e));
+  if (was_empty) work_.notify_one();
+}
+
+void Reference::hold(Entry& e) {
+  TensorHold& h = *e.op->hold;
+  size_t bytes = 0;
+  for (const at::Tensor& t : h.tensors) {
+    if (t.defined() && t.has_storage()) bytes += t.storage().nbytes();
+  }
+  for (const at::Tensor& t : h.before) bytes += t.nbytes();
+  for (const at::Tensor& t : e.forward) {
+    if (t.defined()) bytes += t.nbytes();
+  }
+  if (held_ops_ < kHeldOps && held_bytes_ + bytes <= held_bytes_bound_) {
+    e.held_bytes = bytes;
+    ++held_ops_;
+    held_bytes_ += bytes;
+  } else {
+    e.op->hold.reset();
+    e.forward.clear();
+    e.released = true;
+    released_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void Reference::letGo(Entry& e) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // The program's tensors and storages are let go on an op thread
+    // (finish()): the last reference to one with a Python object takes the
+    // GIL, which this thread must never wait for (the program may hold it
+    // while it waits for this thread, at exit).
+    if (e.op && e.op->hold) dead_.push_back(std::move(e.op->hold));
+    if (!e.forward.empty()) {
+      dead_.push_back(std::make_unique<TensorHold>());
+      dead_.back()->tensors = std::move(e.forward);
+      e.forward.clear();
+    }
+    if (e.released) return;
+    e.released = true;
+    --held_ops_;
+    held_bytes_ -= e.held_bytes;
+    if (waiting_for_room_ == 0) return;
+  }
+  room_.notify_all();
+}
+
+void Reference::nudge(const Entry& e) {
+  const bool due = pending_.size() >= kHeldOps / 2 || std::chrono::steady_clock::now() - e.since >= kNudgeAfter;
+  if (!due) return;
+  for (const DeviceValues& v : e.op->device_values) {
+    if (v.batched.flight && !v.batched.flight->launched()) batch_.flushIfOpen(v.batched.flight.get());
+  }
+}
+
+bool Reference::onHost(const CapturedOp& op) { return op.device_values.empty() && op.events.empty(); }
+
+void Reference::run() {
+  Session& s = session_;
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    work_.wait_for(lock, std::chrono::milliseconds(1), [&] { return stop_ || draining_ || !pending_.empty(); });
+    // The records whose values have arrived, in order, judged apart from
+    // mu_: the op threads go on handing theirs over meanwhile.
+    std::vector<Entry> arrived;
+    while (!pending_.empty()) {
+      Entry& front = pending_.front();
+      bool ready = false;
+      try {
+        ready = valuesArrived(*front.op);
+        if (!ready) {
+          if (draining_) batch_.flush();
+          nudge(front);
+          ready = valuesArrived(*front.op);
+        }
+      } catch (...) {
+        ready = true;  // a device error: written without what did not arrive
+        s.counts().capture_errors.fetch_add(1, std::memory_order_relaxed);
+      }
+      if (!ready) break;
+      arrived.push_back(std::move(front));
+      pending_.pop_front();
+    }
+    if (arrived.empty()) {
+      if (stop_ || (draining_ && pending_.empty())) return;
+      if (draining_ && std::chrono::steady_clock::now() > deadline_) {
+        std::fprintf(stderr,
+                     "acc: ACC_REFERENCE: %zu records still without their statistics after 60 s waiting for their "
+                     "device at exit; written unjudged\n",
+                     pending_.size());
+        return;
+      }
+      continue;
+    }
+    lock.unlock();
+    for (Entry& e : arrived) {
+      Judged j;
+      try {
+        takeArrivedValues(*e.op);
+        j = judge(*e.op);
+        // Its inputs, for its backward record's find (long after: the
+        // judge is far ahead of the backward pass).
+        if (e.op->pass == format::Pass::Forward && !e.released && e.op->hold && holds()) keepForward(*e.op);
+      } catch (...) {
+        s.counts().capture_errors.fetch_add(1, std::memory_order_relaxed);
+      }
+      place(s, std::move(e), j);
+    }
+    lock.lock();
+  }
+}
+
+Reference::Judged Reference::judge(CapturedOp& op) {
+  Judged j;
+  format::OpRecord mine = statisticsOf(op);
+  contents_.resolve(mine);
+  const format::OpRecord* theirs = reader_->find(mine);
+  if (theirs == nullptr) {
+    ++unmatched_;
+    return j;
+  }
+  j.matched = true;
+  analyzer::RecordComparison& r = j.comparison;
+  r.name = op.name;
+  r.op = op.op;
+  r.grad_fn = op.grad_fn;
+  r.has_module = op.has_module;
+  r.module = op.module;
+  r.pass = op.pass;
+  r.step = op.step;
+  r.index0 = theirs->index;
+  r.index1 = op.index;
+  // DIR0 the reference, DIR1 this run: as `acc-analyzer compare REF DUT`.
+  r.tensors = analyzer::compareRecordsNow(*theirs, mine, thresholds_);
+  origin_judge_.judge(r);
+  ++judged_;
+  if (r.verdict == analyzer::Verdict::Fail) {
+    ++failing_;
+    if (first_failing_.empty()) first_failing_ = op.name;
+  }
+  if (!analyzer::isGradientRecord(r)) {
+    j.origin = r.origin;
+    j.undecided = !r.origin && r.replay.state == analyzer::ReplayState::MayAmplify;
+  }
+  if (j.origin) ++origins_seen_;
+  if (j.undecided) ++undecided_seen_;
+  return j;
+}
+
+void Reference::place(Session& s, Entry e, Judged& j) {
+  // finds_ changes under mu_ and result_mu_ alike; it is read here under
+  // mu_. result_mu_ is never held while records are written: the writer
+  // thread, which a full queue waits for, takes it for the manifest.
+  // Origins up to ACC_REFERENCE_MAX; as many records whose statistics
+  // cannot tell a wrong kernel from amplification, which replay then judges.
+  const bool room = origins_ < max_finds_;
+  if ((j.origin && room) || (j.undecided && room && undecided_ < max_finds_)) {
+    for (Entry& c : before_) write(s, c, /*level2=*/true);
+    const size_t before = before_.size();
+    before_.clear();
+    (j.origin ? origins_ : undecided_) += 1;
+    noteFind(s, *e.op, j, e, before);
+    if (e.op->pass == format::Pass::Backward && !e.released && level_ < 2) writeForward(s, e);
+    const uint64_t without = write(s, e, /*level2=*/true);
+    {
+      std::lock_guard<std::mutex> lock(result_mu_);
+      finds_.back()["tensors_without_data"] = without;
+    }
+    after_left_ = context_;
+    if (origins_ >= max_finds_ && after_left_ == 0) holding_.store(false);
+    return;
+  }
+  if (after_left_ > 0) {
+    --after_left_;
+    {
+      std::lock_guard<std::mutex> lock(result_mu_);
+      finds_.back()["context_after"] = context_ - after_left_;
+    }
+    write(s, e, /*level2=*/true);
+    if (after_left_ == 0 && origins_ >= max_finds_) holding_.store(false);
+    return;
+  }
+  if (context_ > 0 && room && !e.released && e.op->hold) {
+    before_.push_back(std::move(e));
+    if (before_.size() > context_) {
+      write(s, before_.front(), /*level2=*/false);
+      before_.pop_front();
+    }
+    return;
+  }
+  // In the order they finished: what was kept back first.
+  for (Entry& c : before_) write(s, c, /*level2=*/false);
+  before_.clear();
+  write(s, e, /*level2=*/false);
+}
+
+uint64_t Reference::write(Session& s, Entry& e, bool level2) {
+  if (!e.op) return 0;
+  const bool held = level2 && level_ < 2 && !e.released && e.op->hold && e.op->hold->tensors.size() == e.op->tensors.size();
+  if (!held) {
+    letGo(e);
+    emitRecord(s, std::move(e.op));
+    return 0;
+  }
+  const CapturedOp& op = *e.op;
+  const TensorHold& h = *op.hold;
+  CaptureGuard guard;
+  auto r = std::make_unique<CapturedOp>();
+  static_cast<format::OpRecord&>(*r) = static_cast<const format::OpRecord&>(op);
+  r->tensors.clear();
+  uint64_t metadata_only = 0;
+  for (size_t i = 0; i < op.tensors.size(); ++i) {
+    const format::Tensor& ft = op.tensors[i];
+    const at::Tensor* t = &h.tensors[i];
+    // An in-place op's overwritten input: the copy of what it held.
+    for (size_t k = 0; k < h.overwritten.size() && k < h.before.size(); ++k) {
+      if (h.overwritten[k] == i) t = &h.before[k];
+    }
+    const bool copy = t != &h.tensors[i];
+    // Still what the op saw or made: not written since.
+    const bool intact = copy || (t->defined() && !ft.uninitialized && h.versions[i] != kNoVersion &&
+                                 versionOf(*t) == h.versions[i]);
+    try {
+      if (intact && readable(*t)) {
+        r->tensors.push_back(captureTensor(*t, ft.role, ft.position, ft.item, 2));
+        // A content it defines keeps its id (later records refer to it:
+        // contents are referable from the op's end, finish()); one it
+        // refers to is written again whole, without one.
+        if (!ft.content_ref) r->tensors.back().content = ft.content;
+        if (!t->device().is_cpu()) captureOnDevice(*t, 2, r->tensors.size() - 1, *r, /*batch=*/nullptr);
+        continue;
+      }
+    } catch (...) {
+      s.counts().capture_errors.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (!ft.uninitialized && ft.has_stats) ++metadata_only;
+    r->tensors.push_back(ft);  // written since, or unreadable: as captured
+  }
+  markCopies(*r);
+  letGo(e);
+  record_pool::recycle(std::move(e.op));
+  emitRecord(s, std::move(r));
+  return metadata_only;
+}
+
+void Reference::keepForward(const CapturedOp& op) {
+  const TensorHold& h = *op.hold;
+  if (h.tensors.size() != op.tensors.size()) return;
+  ForwardInputs f;
+  f.meta = statisticsOf(op);
+  f.meta.has_overload = op.has_overload;
+  f.meta.overload = op.overload;
+  f.meta.has_autocast = op.has_autocast;
+  f.meta.autocast = op.autocast;
+  f.meta.sequence_nr = op.sequence_nr;
+  f.meta.depth = op.depth;
+  f.meta.thread = op.thread;
+  f.meta.stack_id = op.stack_id;
+  f.inputs.resize(op.tensors.size());
+  for (size_t i = 0; i < op.tensors.size(); ++i) {
+    const at::Tensor& t = h.tensors[i];
+    if (op.tensors[i].role != Role::Input || !t.defined() || !t.has_storage() || h.versions[i] == kNoVersion ||
+        !readable(t)) {
+      continue;
+    }
+    WeakInput& w = f.inputs[i];
+    w.storage = t.storage().getWeakStorageImpl();
+    w.options = t.options();
+    w.sizes = t.sizes().vec();
+    w.strides = t.strides().vec();
+    w.offset = t.storage_offset();
+    w.counter = t.unsafeGetTensorImpl()->version_counter();
+    w.version = h.versions[i];
+    w.kept = true;
+  }
+  auto key = std::make_pair(op.step, op.name);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (forwards_.insert_or_assign(key, std::move(f)).second) forward_order_.push_back(std::move(key));
+  while (forward_order_.size() > kForwards) {
+    forwards_.erase(forward_order_.front());
+    forward_order_.pop_front();
+  }
+}
+
+std::vector<at::Tensor> Reference::forwardInputs(const CapturedOp& backward) const {
+  std::vector<at::Tensor> out;
+  auto it = forwards_.find({backward.step, backward.forward_name});
+  if (it == forwards_.end()) return out;
+  for (const WeakInput& w : it->second.inputs) {
+    c10::intrusive_ptr<c10::StorageImpl> storage;
+    if (w.kept) storage = w.storage.lock();
+    if (!storage || !w.counter || w.counter->current_version() != w.version) {
+      out.emplace_back();
+      continue;
+    }
+    // A tensor on the storage, made without an op (set_ is not every
+    // device's): its geometry, no autograd.
+    auto impl = c10::make_intrusive<c10::TensorImpl>(
+        c10::Storage(std::move(storage)), c10::DispatchKeySet(w.options.computeDispatchKey()), w.options.dtype());
+    impl->set_sizes_and_strides(w.sizes, w.strides);
+    impl->set_storage_offset(w.offset);
+    out.emplace_back(std::move(impl));
+  }
+  return out;
+}
+
+void Reference::writeForward(Session& s, const Entry& backward) {
+  if (backward.forward.empty()) return;
+  ForwardInputs f;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = forwards_.find({backward.op->step, backward.op->forward_name});
+    if (it == forwards_.end()) return;
+    f = it->second;
+  }
+  CaptureGuard guard;
+  auto r = std::make_unique<CapturedOp>();
+  static_cast<format::OpRecord&>(*r) = f.meta;
+  r->name += format::kCapturedSuffix;
+  r->index = s.nextIndex();
+  r->tensors.clear();
+  for (size_t i = 0; i < f.meta.tensors.size(); ++i) {
+    const format::Tensor& ft = f.meta.tensors[i];
+    const WeakInput& w = f.inputs[i];
+    try {
+      // Still what the forward op read: its counter has not moved since.
+      if (i < backward.forward.size() && backward.forward[i].defined() && w.counter &&
+          w.counter->current_version() == w.version) {
+        const at::Tensor& t = backward.forward[i];
+        r->tensors.push_back(captureTensor(t, ft.role, ft.position, ft.item, 2));
+        if (!t.device().is_cpu()) captureOnDevice(t, 2, r->tensors.size() - 1, *r, /*batch=*/nullptr);
+        continue;
+      }
+    } catch (...) {
+      s.counts().capture_errors.fetch_add(1, std::memory_order_relaxed);
+    }
+    format::Tensor kept = ft;  // let go or written since: as the forward's record has it,
+    kept.content_ref = kept.content != 0;  // whose contents it refers to
+    r->tensors.push_back(std::move(kept));
+  }
+  markCopies(*r);
+  emitRecord(s, std::move(r));
+}
+
+void Reference::noteFind(Session& s, const CapturedOp& op, const Judged& j, const Entry& e, size_t before) {
+  const analyzer::RecordComparison& r = j.comparison;
+  std::string reason;
+  for (const analyzer::TensorPair& p : r.tensors) {
+    if (p.verdict == analyzer::Verdict::Fail && !p.reason.empty()) {
+      reason = p.reason;
+      break;
+    }
+  }
+  const bool held = !e.released && op.hold && level_ < 2;
+  nlohmann::json find = {{"kind", j.origin ? "origin" : "undecided"},
+                    {"record", op.name},
+                    {"op", op.op},
+                    {"pass", op.pass == format::Pass::Backward ? "bwd" : "fwd"},
+                    {"step", op.step},
+                    {"module", op.module},
+                    {"input_error", r.input_error},
+                    {"output_error", r.output_error},
+                    {"reason", reason},
+                    {"may_amplify", j.undecided ? r.replay.reason : std::string()},
+                    {"tensors_held", held || level_ >= 2},
+                    {"context_before", before},
+                    {"context_after", 0}};
+  {
+    std::lock_guard<std::mutex> lock(result_mu_);
+    finds_.push_back(std::move(find));
+  }
+  const std::string how = "its outputs differ from the reference's by " + shortNumber(r.output_error) + " (" +
+                          (reason.empty() ? std::string("statistics") : reason) + ") where its inputs differ by " +
+                          shortNumber(r.input_error);
+  const std::string written =
+      held || level_ >= 2
+          ? "written at level 2 with up to " + std::to_string(context_) + " ops before and after it"
+          : "its tensors were let go before its statistics arrived (more than " + std::to_string(kHeldOps) +
+                " ops or ACC_BUFFER_MB awaited their device), so it is written with statistics only";
+  if (j.origin) {
+    std::fprintf(stderr, "acc: ACC_REFERENCE: %s (%s) is where this run leaves the reference: %s; %s to %s\n",
+                 op.name.c_str(), where(op).c_str(), how.c_str(), written.c_str(), s.dir().c_str());
+  } else {
+    std::fprintf(stderr,
+                 "acc: ACC_REFERENCE: %s (%s): %s; statistics cannot tell a wrong kernel from amplification here "
+                 "(%s): %s, for replay to tell\n",
+                 op.name.c_str(), where(op).c_str(), how.c_str(), r.replay.reason.c_str(), written.c_str());
+  }
+}
+
+void Reference::drain(Session& s) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    draining_ = true;
+    // A device that never finishes its work must not hang the exit.
+    deadline_ = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  }
+  work_.notify_all();
+  room_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  // What the judge left: records a device never completed, and the context
+  // kept back for a find that did not come.
+  std::deque<Entry> left;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    left.swap(pending_);
+  }
+  for (Entry& e : left) write(s, e, false);
+  for (Entry& e : before_) write(s, e, false);
+  before_.clear();
+  {
+    std::vector<std::unique_ptr<TensorHold>> dead;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      dead.swap(dead_);
+    }
+  }
+  std::lock_guard<std::mutex> result(result_mu_);
+  counts_ = {{"judged", judged_},
+             {"unmatched", unmatched_},
+             {"failing", failing_},
+             {"origins", origins_seen_},
+             {"undecided", undecided_seen_},
+             {"first_failing", first_failing_},
+             {"released", released_.load()},
+             {"reference_records_read", reader_->recordsRead()},
+             {"reference_records_unmatched", reader_->unasked()},
+             {"reference_corrupt", reader_->corrupt()}};
+}
+
+nlohmann::json Reference::toJson() const {
+  std::lock_guard<std::mutex> lock(result_mu_);
+  nlohmann::json j = {{"source", file_}, {"finds", finds_}};
+  if (!counts_.is_null()) j["counts"] = counts_;
+  return j;
+}
+
+}  // namespace acc::recorder
