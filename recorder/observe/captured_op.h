@@ -14,6 +14,7 @@
 #include "format/record.h"
 #include "recorder/capture/content_store.h"
 #include "recorder/capture/device/stats_batch.h"
+#include "recorder/observe/op_writes.h"
 
 namespace acc::recorder {
 
@@ -62,5 +63,17 @@ struct CapturedOp : format::OpRecord {
 
   bool inFlight() const { return !device_values.empty(); }
 };
+
+// Calls f(index) for each held tensor of `r` (hold set) that an in-place op
+// overwrites: its argument-0 inputs, unless the op replaces them whole
+// (op_writes.h). The watch notes their finiteness, ACC_REFERENCE copies them.
+template <typename F>
+void forEachOverwrittenInput(const CapturedOp& r, F&& f) {
+  if (!r.hold || !writesInPlace(r.op) || replacesArgument0(r.op)) return;
+  for (size_t i = 0; i < r.tensors.size() && i < r.hold->tensors.size(); ++i) {
+    const format::Tensor& t = r.tensors[i];
+    if (t.role == format::Role::Input && t.position == 0 && !t.uninitialized) f(i);
+  }
+}
 
 }  // namespace acc::recorder

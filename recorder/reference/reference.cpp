@@ -11,7 +11,6 @@
 #include "recorder/capture/device/device_capture.h"
 #include "recorder/capture/tensor_capture.h"
 #include "recorder/observe/emit_record.h"
-#include "recorder/observe/op_writes.h"
 #include "recorder/session/session.h"
 #include "recorder/write/record_pool.h"
 
@@ -156,25 +155,26 @@ Reference::~Reference() {
 }
 
 void Reference::noteOverwrittenInputs(CapturedOp& r) {
-  if (!holds() || !r.hold || !writesInPlace(r.op) || replacesArgument0(r.op)) return;
-  TensorHold& h = *r.hold;
+  if (!holds()) return;
   LazyCaptureGuard guard;
   try {
-    for (size_t i = 0; i < r.tensors.size() && i < h.tensors.size(); ++i) {
-      const format::Tensor& ft = r.tensors[i];
+    forEachOverwrittenInput(r, [&](size_t i) {
+      TensorHold& h = *r.hold;
       const at::Tensor& t = h.tensors[i];
-      if (ft.role != Role::Input || ft.position != 0 || ft.uninitialized || !readable(t)) continue;
       // A copy of what the op overwrites, for its level-2 record should it
       // be a find; on a device it is queued like any kernel, never waited
       // for. Tensors larger than an eighth of ACC_BUFFER_MB go uncopied.
-      if (t.nbytes() > held_bytes_bound_ / 8) continue;
+      if (!readable(t) || t.nbytes() > held_bytes_bound_ / 8) return;
       guard.need();
       h.overwritten.push_back(i);
       h.before.push_back(t.clone());
-    }
+    });
   } catch (...) {
-    h.before.resize(std::min(h.before.size(), h.overwritten.size()));
-    h.overwritten.resize(h.before.size());
+    if (r.hold) {
+      TensorHold& h = *r.hold;
+      h.before.resize(std::min(h.before.size(), h.overwritten.size()));
+      h.overwritten.resize(h.before.size());
+    }
   }
 }
 
@@ -316,7 +316,12 @@ void Reference::run() {
       } catch (...) {
         s.counts().capture_errors.fetch_add(1, std::memory_order_relaxed);
       }
-      place(s, std::move(e), j);
+      try {
+        place(s, std::move(e), j);
+      } catch (...) {
+        // A bug or no memory must not end the program: this record is lost.
+        s.counts().capture_errors.fetch_add(1, std::memory_order_relaxed);
+      }
     }
     lock.lock();
   }

@@ -8,7 +8,6 @@
 
 #include "recorder/capture/device/device_capture.h"
 #include "recorder/observe/emit_record.h"
-#include "recorder/observe/op_writes.h"
 #include "recorder/watch/finite_check.h"
 #include "recorder/session/session.h"
 #include "recorder/capture/tensor_capture.h"
@@ -34,14 +33,13 @@ std::string positions(const std::vector<uint32_t>& list) {
 }  // namespace
 
 void Watch::noteOverwrittenInputs(CapturedOp& r) {
-  if (done_.load(std::memory_order_relaxed) || !r.hold || !writesInPlace(r.op) || replacesArgument0(r.op)) return;
-  TensorHold& h = *r.hold;
+  if (done_.load(std::memory_order_relaxed)) return;
   LazyCaptureGuard guard;
   try {
-    for (size_t i = 0; i < r.tensors.size() && i < h.tensors.size(); ++i) {
-      const format::Tensor& ft = r.tensors[i];
+    forEachOverwrittenInput(r, [&](size_t i) {
+      TensorHold& h = *r.hold;
       const at::Tensor& t = h.tensors[i];
-      if (ft.role != Role::Input || ft.position != 0 || ft.uninitialized || !checkable(t)) continue;
+      if (!checkable(t)) return;
       h.overwritten.push_back(i);
       if (t.device().is_cpu()) {
         if (!t.is_non_overlapping_and_dense()) guard.need();
@@ -53,10 +51,10 @@ void Watch::noteOverwrittenInputs(CapturedOp& r) {
         h.overwritten_nonfinite.push_back(-1);
         h.overwritten_stats.push_back(batch_.add(t));
       }
-    }
+    });
   } catch (...) {
     // Unknown is what the find reports for an input it could not read.
-    h.overwritten.resize(h.overwritten_nonfinite.size());
+    r.hold->overwritten.resize(r.hold->overwritten_nonfinite.size());
   }
 }
 

@@ -23,23 +23,6 @@ namespace {
 
 using Env = std::map<std::string, std::string>;
 
-// The losses a training script printed ("step N loss X ...").
-std::vector<double> losses(const RunResult& r) {
-  std::vector<double> out;
-  for (const std::string& line : lossLines(r.out)) {
-    const size_t at = line.find(" loss ");
-    if (at != std::string::npos) out.push_back(std::strtod(line.c_str() + at + 6, nullptr));
-  }
-  return out;
-}
-
-double largestDifference(const std::vector<double>& a, const std::vector<double>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double d = 0;
-  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) d = std::max(d, std::fabs(a[i] - b[i]));
-  return d;
-}
-
 struct Runs {
   std::vector<double> reference, wrong, overridden;
   RunResult fixed;  // the overridden run

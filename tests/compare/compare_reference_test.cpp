@@ -54,19 +54,6 @@ std::unique_ptr<Judged> judged(const std::string& script, const std::string& ref
   return j;
 }
 
-std::vector<double> losses(const RunResult& r) {
-  std::vector<double> out;
-  for (const std::string& line : lossLines(r.out)) out.push_back(std::strtod(line.c_str() + line.find(" loss ") + 6, nullptr));
-  return out;
-}
-
-double largestDifference(const std::vector<double>& a, const std::vector<double>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double d = 0;
-  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) d = std::max(d, std::fabs(a[i] - b[i]));
-  return d;
-}
-
 // The run names `op`'s record (`pass`) as the first origin, captured its
 // tensors, says at exit that replay finds its kernel wrong, and `compare`
 // confirms it by replay on the captured data.

@@ -1,11 +1,16 @@
 #include "tests/compare/recordings.h"
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <stdexcept>
@@ -116,6 +121,22 @@ std::string benignRun(const std::string& name, const std::string& level, std::ma
   env["ACC_LEVEL"] = level;
   if (env.count("DEVICE")) env["TESTDEV_LIB"] = ACC_TESTDEV_LIB;
   return cachedRecording("benign_" + name + "_l" + level, testScript("benign_train.py"), env);
+}
+
+std::vector<double> losses(const RunResult& r) {
+  std::vector<double> out;
+  for (const std::string& line : lossLines(r.out)) {
+    const size_t at = line.find(" loss ");
+    if (at != std::string::npos) out.push_back(std::strtod(line.c_str() + at + 6, nullptr));
+  }
+  return out;
+}
+
+double largestDifference(const std::vector<double>& a, const std::vector<double>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double d = 0;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) d = std::max(d, std::fabs(a[i] - b[i]));
+  return d;
 }
 
 }  // namespace acc::test

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "tests/e2e/harness.h"
 
@@ -38,6 +39,11 @@ struct Analysis {
   nlohmann::json summary;
 };
 Analysis analyze(const std::vector<std::string>& args, const std::string& out);
+
+// The losses a training script printed ("step N loss X ..."), and the
+// largest difference of two runs' (which must have as many).
+std::vector<double> losses(const RunResult& r);
+double largestDifference(const std::vector<double>& a, const std::vector<double>& b);
 
 // A run of tests/scripts/benign_train.py at ACC_LEVEL `level` with `env`
 // (DEVICE=testdev loads the test accelerator), cached per build.

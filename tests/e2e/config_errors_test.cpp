@@ -33,6 +33,9 @@ const BadValue kBadValues[] = {
     {"ACC_WATCH_CONTEXT", "-1"},    {"ACC_WATCH_ABORT", "later"},
     {"ACC_RANDOM", "/nonexistent/acc-reference"},
     {"ACC_OVERRIDE", "gelu@x"},
+    {"ACC_REFERENCE", "/nonexistent/acc-reference"},
+    {"ACC_REFERENCE_CONTEXT", "-1"}, {"ACC_REFERENCE_MAX", "0"},
+    {"ACC_REFERENCE_THRESHOLDS", ""},
 };
 
 TEST(ConfigErrors, EveryVariableHasABadValueAbove) {
