@@ -139,7 +139,10 @@ bool judgeIdenticalInputs(RecordComparison& r, const Thresholds& t) {
 // differs at all between the runs may flip an element, whose whole gradient
 // then differs (googlenet: 120x its inputs' statistics, 1 vs 2 threads).
 bool masksItsGradient(const std::string& op) {
-  static const std::set<std::string> kOps = {
+  // Never destroyed, as the sets below: the recorder judges records on a
+  // thread of its own (ACC_REFERENCE) that may still run while a C++
+  // program's exit destroys function-local statics.
+  static const std::set<std::string>& kOps = *new std::set<std::string>{
       "relu", "relu_", "relu6", "threshold", "threshold_", "hardtanh", "hardtanh_", "leaky_relu", "leaky_relu_",
       "clamp", "clamp_", "clip", "clip_", "clamp_min", "clamp_min_", "clamp_max", "clamp_max_", "hardswish",
       "hardswish_", "hardsigmoid", "hardsigmoid_", "hardshrink", "softshrink", "abs", "abs_", "max_pool1d",
@@ -152,12 +155,12 @@ bool masksItsGradient(const std::string& op) {
 bool isViewOp(const std::string& op, format::Pass pass) {
   // Views and aliases compute nothing (a view's backward reshapes the
   // gradient back); a device's stride bug shows in the op that reads them.
-  static const std::set<std::string> kReshapes = {
+  static const std::set<std::string>& kReshapes = *new std::set<std::string>{
       "view", "_unsafe_view", "view_as", "reshape", "reshape_as", "flatten", "unflatten", "t", "t_",
       "transpose", "transpose_", "permute", "squeeze", "squeeze_", "unsqueeze", "unsqueeze_", "movedim",
       "moveaxis", "swapaxes", "swapdims", "alias", "detach", "detach_", "view_as_real", "view_as_complex",
       "_reshape_alias", "numpy_T", "mT", "mH", "adjoint", "lift_fresh"};
-  static const std::set<std::string> kViews = {
+  static const std::set<std::string>& kViews = *new std::set<std::string>{
       "select", "slice", "narrow", "as_strided", "expand", "expand_as", "unfold", "diagonal", "split",
       "split_with_sizes", "unsafe_split", "chunk", "unbind", "tensor_split", "hsplit", "vsplit", "dsplit",
       "real", "imag", "indices", "values", "crow_indices", "col_indices", "_indices", "_values"};
