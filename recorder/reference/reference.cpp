@@ -58,37 +58,15 @@ std::string recordsOf(const std::string& dir, int64_t rank) {
   return "";
 }
 
-// A record's metadata and statistics without its bytes: what the judge
-// compares (the record itself is written as it is).
-format::OpRecord statisticsOf(const CapturedOp& op) {
-  format::OpRecord v;
-  v.index = op.index;
-  v.name = op.name;
-  v.op = op.op;
-  v.pass = op.pass;
-  v.step = op.step;
-  v.grad_fn = op.grad_fn;
-  v.forward_name = op.forward_name;
-  v.has_module = op.has_module;
-  v.module = op.module;
-  v.scalars = op.scalars;
-  v.tensors.reserve(op.tensors.size());
-  for (const format::Tensor& t : op.tensors) {
-    format::Tensor c;
-    c.role = t.role;
-    c.position = t.position;
-    c.item = t.item;
-    c.dtype = t.dtype;
-    c.device = t.device;
-    c.shape = t.shape;
-    c.has_stats = t.has_stats;
-    c.stats = t.stats;
-    c.uninitialized = t.uninitialized;
-    c.content = t.content;
-    c.content_ref = t.content_ref;
-    v.tensors.push_back(std::move(c));
-  }
-  return v;
+// A copy of a record but for its tensors' bytes, which the judge does not
+// read (they are moved aside while the record is copied).
+format::OpRecord withoutBytes(CapturedOp& op) {
+  std::vector<std::string> bytes(op.tensors.size());
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i].swap(op.tensors[i].data);
+  format::OpRecord copy = op;
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i].swap(op.tensors[i].data);
+  for (format::Tensor& t : copy.tensors) t.has_data = false;
+  return copy;
 }
 
 std::string where(const CapturedOp& op) {
@@ -329,7 +307,7 @@ void Reference::run() {
 
 Reference::Judged Reference::judge(CapturedOp& op) {
   Judged j;
-  format::OpRecord mine = statisticsOf(op);
+  format::OpRecord mine = withoutBytes(op);
   contents_.resolve(mine);
   const format::OpRecord* theirs = reader_->find(mine);
   if (theirs == nullptr) {
@@ -460,19 +438,11 @@ uint64_t Reference::write(Session& s, Entry& e, bool level2) {
   return metadata_only;
 }
 
-void Reference::keepForward(const CapturedOp& op) {
+void Reference::keepForward(CapturedOp& op) {
   const TensorHold& h = *op.hold;
   if (h.tensors.size() != op.tensors.size()) return;
   ForwardInputs f;
-  f.meta = statisticsOf(op);
-  f.meta.has_overload = op.has_overload;
-  f.meta.overload = op.overload;
-  f.meta.has_autocast = op.has_autocast;
-  f.meta.autocast = op.autocast;
-  f.meta.sequence_nr = op.sequence_nr;
-  f.meta.depth = op.depth;
-  f.meta.thread = op.thread;
-  f.meta.stack_id = op.stack_id;
+  f.meta = withoutBytes(op);
   f.inputs.resize(op.tensors.size());
   for (size_t i = 0; i < op.tensors.size(); ++i) {
     const at::Tensor& t = h.tensors[i];

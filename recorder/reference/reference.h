@@ -136,7 +136,7 @@ class Reference {
   void hold(Entry& e);
   void letGo(Entry& e);
   void nudge(const Entry& e);
-  void keepForward(const CapturedOp& op);
+  void keepForward(CapturedOp& op);
   std::vector<at::Tensor> forwardInputs(const CapturedOp& backward) const;
   // Writes the backward find's forward op at level 2, as {forward}.captured.
   void writeForward(Session& s, const Entry& backward);
