@@ -144,6 +144,16 @@ bool isFile(const std::string& path) {
 // random.acc, or a directory of rank*/ subdirectories one of which does.
 }  // namespace
 
+std::string rankFile(const std::string& dir, int64_t rank, const char* file) {
+  for (const std::string& candidate : {dir + "/rank" + std::to_string(rank) + "/" + file, dir + "/" + file}) {
+    if (std::FILE* f = std::fopen(candidate.c_str(), "rb")) {
+      std::fclose(f);
+      return candidate;
+    }
+  }
+  return "";
+}
+
 bool holdsRankFile(const std::string& dir, const char* file) {
   if (isFile(dir + "/" + file)) return true;
   DIR* d = ::opendir(dir.c_str());

@@ -135,5 +135,8 @@ inline constexpr const char* kRecordsFile = "records.acc";
 // Whether `dir` is a rank directory holding `file`, or a recording with
 // such a rank directory.
 bool holdsRankFile(const std::string& dir, const char* file);
+// Rank `rank`'s `file` in a recording (dir/rank{R}/file) or a rank
+// directory (dir/file); "" when neither can be opened.
+std::string rankFile(const std::string& dir, int64_t rank, const char* file);
 
 }  // namespace acc::env

@@ -158,6 +158,12 @@ format::Tensor captureTensor(const at::Tensor& t, format::Role role, uint32_t po
   return out;
 }
 
+format::Tensor& captureWhole(const at::Tensor& t, const format::Tensor& like, CapturedOp& r) {
+  r.tensors.push_back(captureTensor(t, like.role, like.position, like.item, 2));
+  if (!t.device().is_cpu()) captureOnDevice(t, 2, r.tensors.size() - 1, r, /*batch=*/nullptr);
+  return r.tensors.back();
+}
+
 void captureTensorInto(format::Tensor& out, const at::Tensor& t, format::Role role, uint32_t position,
                        uint32_t item, int level) {
   out.role = role;

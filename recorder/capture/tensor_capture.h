@@ -84,6 +84,11 @@ bool outputsUninitialized(std::string_view op);  // called at the end of every t
 // Metadata of any tensor; statistics and data too for a CPU tensor.
 format::Tensor captureTensor(const at::Tensor& t, format::Role role, uint32_t position,
                              uint32_t item, int level);
+// Appends `t` to `r` at level 2, as the tensor `like` (its role, position
+// and item): a device tensor's statistics are taken alone, now (one op's
+// find, the watch's or ACC_REFERENCE's), its bytes copied behind its
+// kernels; the caller ends the batch with markCopies().
+format::Tensor& captureWhole(const at::Tensor& t, const format::Tensor& like, CapturedOp& r);
 // The same into `out`, an empty tensor (record_pool::appendTensor's).
 void captureTensorInto(format::Tensor& out, const at::Tensor& t, format::Role role, uint32_t position,
                        uint32_t item, int level);

@@ -64,6 +64,13 @@ struct CapturedOp : format::OpRecord {
   bool inFlight() const { return !device_values.empty(); }
 };
 
+// Where an op ran, for acc's lines: "step 3, module enc.0" ("(top level)"
+// outside every module; no module where paths are unknown).
+inline std::string placeOf(const format::OpRecord& op) {
+  return "step " + std::to_string(op.step) +
+         (op.has_module ? ", module " + (op.module.empty() ? std::string("(top level)") : op.module) : std::string());
+}
+
 // Calls f(index) for each held tensor of `r` (hold set) that an in-place op
 // overwrites: its argument-0 inputs, unless the op replaces them whole
 // (op_writes.h). The watch notes their finiteness, ACC_REFERENCE copies them.

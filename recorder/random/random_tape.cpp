@@ -34,18 +34,6 @@ std::string shapeText(c10::IntArrayRef shape) {
   return s.str();
 }
 
-// The rank's random.acc in a recording directory or a rank directory.
-std::string sourceFile(const std::string& dir, int64_t rank) {
-  for (const std::string& candidate :
-       {dir + "/rank" + std::to_string(rank) + "/" + env::kRandomFile, dir + "/" + env::kRandomFile}) {
-    if (FILE* f = std::fopen(candidate.c_str(), "rb")) {
-      std::fclose(f);
-      return candidate;
-    }
-  }
-  return "";
-}
-
 }  // namespace
 
 struct RandomTape::Key {
@@ -78,7 +66,7 @@ std::unique_ptr<RandomTape> RandomTape::open(const env::Config& config, int64_t 
     }
     return tape;
   }
-  const std::string file = sourceFile(config.random_source, rank);
+  const std::string file = env::rankFile(config.random_source, rank, env::kRandomFile);
   if (file.empty()) {
     error = config.random_source + " holds no " + env::kRandomFile + " for rank " + std::to_string(rank) +
             " (record the reference with ACC_RANDOM=save)";

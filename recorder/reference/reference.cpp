@@ -46,18 +46,6 @@ std::string applyThresholds(analyzer::Thresholds& t, const std::string& text) {
   return "";
 }
 
-// The rank's records in a recording, or in a rank directory.
-std::string recordsOf(const std::string& dir, int64_t rank) {
-  for (const std::string& f : {dir + "/rank" + std::to_string(rank) + "/" + env::kRecordsFile,
-                                dir + "/" + env::kRecordsFile}) {
-    if (std::FILE* file = std::fopen(f.c_str(), "rb")) {
-      std::fclose(file);
-      return f;
-    }
-  }
-  return "";
-}
-
 // A copy of a record but for its tensors' bytes, which the judge does not
 // read (they are moved aside while the record is copied).
 format::OpRecord withoutBytes(CapturedOp& op) {
@@ -67,11 +55,6 @@ format::OpRecord withoutBytes(CapturedOp& op) {
   for (size_t i = 0; i < bytes.size(); ++i) bytes[i].swap(op.tensors[i].data);
   for (format::Tensor& t : copy.tensors) t.has_data = false;
   return copy;
-}
-
-std::string where(const CapturedOp& op) {
-  return "step " + std::to_string(op.step) +
-         (op.has_module ? ", module " + (op.module.empty() ? std::string("(top level)") : op.module) : std::string());
 }
 
 std::string shortNumber(double v) {
@@ -93,7 +76,7 @@ std::unique_ptr<Reference> Reference::open(const env::Config& config, int64_t ra
       return nullptr;
     }
   }
-  const std::string file = recordsOf(config.reference, rank);
+  const std::string file = env::rankFile(config.reference, rank, env::kRecordsFile);
   if (file.empty()) {
     error = "ACC_REFERENCE=\"" + config.reference + "\" has no records of rank " + std::to_string(rank) +
             "; allowed: a recording of the same program with the same ranks";
@@ -314,7 +297,6 @@ Reference::Judged Reference::judge(CapturedOp& op) {
     ++unmatched_;
     return j;
   }
-  j.matched = true;
   analyzer::RecordComparison& r = j.comparison;
   r.name = op.name;
   r.op = op.op;
@@ -343,10 +325,9 @@ Reference::Judged Reference::judge(CapturedOp& op) {
 }
 
 void Reference::place(Session& s, Entry e, Judged& j) {
-  // finds_ changes under mu_ and result_mu_ alike; it is read here under
-  // mu_. result_mu_ is never held while records are written: the writer
-  // thread, which a full queue waits for, takes it for the manifest.
-  // Origins up to ACC_REFERENCE_MAX; as many records whose statistics
+  // finds_ changes here, on the judge's thread, under result_mu_, which is
+  // never held while records are written: the writer thread, which a full
+  // queue waits for, takes it for the manifest. Origins up to ACC_REFERENCE_MAX; as many records whose statistics
   // cannot tell a wrong kernel from amplification, which replay then judges.
   const bool room = origins_ < max_finds_;
   if ((j.origin && room) || (j.undecided && room && undecided_ < max_finds_)) {
@@ -417,12 +398,11 @@ uint64_t Reference::write(Session& s, Entry& e, bool level2) {
                                  versionOf(*t) == h.versions[i]);
     try {
       if (intact && readable(*t)) {
-        r->tensors.push_back(captureTensor(*t, ft.role, ft.position, ft.item, 2));
+        format::Tensor& whole = captureWhole(*t, ft, *r);
         // A content it defines keeps its id (later records refer to it:
         // contents are referable from the op's end, finish()); one it
         // refers to is written again whole, without one.
-        if (!ft.content_ref) r->tensors.back().content = ft.content;
-        if (!t->device().is_cpu()) captureOnDevice(*t, 2, r->tensors.size() - 1, *r, /*batch=*/nullptr);
+        if (!ft.content_ref) whole.content = ft.content;
         continue;
       }
     } catch (...) {
@@ -514,8 +494,7 @@ void Reference::writeForward(Session& s, const Entry& backward) {
       if (i < backward.forward.size() && backward.forward[i].defined() && w.counter &&
           w.counter->current_version() == w.version) {
         const at::Tensor& t = backward.forward[i];
-        r->tensors.push_back(captureTensor(t, ft.role, ft.position, ft.item, 2));
-        if (!t.device().is_cpu()) captureOnDevice(t, 2, r->tensors.size() - 1, *r, /*batch=*/nullptr);
+        captureWhole(t, ft, *r);
         continue;
       }
     } catch (...) {
@@ -566,12 +545,12 @@ void Reference::noteFind(Session& s, const CapturedOp& op, const Judged& j, cons
                 " ops or ACC_BUFFER_MB awaited their device), so it is written with statistics only";
   if (j.origin) {
     std::fprintf(stderr, "acc: ACC_REFERENCE: %s (%s) is where this run leaves the reference: %s; %s to %s\n",
-                 op.name.c_str(), where(op).c_str(), how.c_str(), written.c_str(), s.dir().c_str());
+                 op.name.c_str(), placeOf(op).c_str(), how.c_str(), written.c_str(), s.dir().c_str());
   } else {
     std::fprintf(stderr,
                  "acc: ACC_REFERENCE: %s (%s): %s; statistics cannot tell a wrong kernel from amplification here "
                  "(%s): %s, for replay to tell\n",
-                 op.name.c_str(), where(op).c_str(), how.c_str(), r.replay.reason.c_str(), written.c_str());
+                 op.name.c_str(), placeOf(op).c_str(), how.c_str(), r.replay.reason.c_str(), written.c_str());
   }
 }
 

@@ -4,19 +4,21 @@
 // confirms the op instead of three.
 //
 // Records are captured at the configured level (1: statistics) with their
-// tensors held (TensorHold). When a record's statistics are on the host (CPU
-// at once; a device's in their batch, read once an event says they arrived,
-// so no op waits for its device), the record is matched by step and name to
-// the reference's (reference_reader.h) and judged as compare judges level-1
-// pairs: its tensor pairs by compare's metrics and thresholds, the record by
-// compare's origin rule (analyzer/judge, compiled into the recorder). A
-// record that is an origin, or one whose statistics cannot tell a wrong
-// kernel from amplification, is a find: it is written at level 2 from the
-// tensors it holds (an in-place op's overwritten input from the copy taken
-// at its start), with the ACC_REFERENCE_CONTEXT ops before it (kept back,
-// tensors held, until the next is judged) and after it at level 2 too.
-// After ACC_REFERENCE_MAX finds nothing more is held; records are still
-// judged, for the exit lines. Every other record is written as configured.
+// tensors held (TensorHold) and handed to a thread of the judge's own. When
+// a record's statistics are on the host (CPU at once; a device's in their
+// batch, read once an event says they arrived, so no op waits for its
+// device), it is matched to the reference's record by step, op, pass,
+// shapes and occurrence (reference_reader.h) and judged as compare judges
+// level-1 pairs: its tensor pairs by compare's metrics and thresholds, the
+// record by compare's origin rule (analyzer/judge, compiled into the
+// recorder). An origin, or a record whose statistics cannot tell a wrong
+// kernel from amplification ("undecided"), is a find: it is written at
+// level 2 from the tensors it holds (an in-place op's overwritten input
+// from the copy taken at its start), with the ACC_REFERENCE_CONTEXT records
+// before it (kept back, tensors held, until the next is judged) and after
+// it at level 2 too. After ACC_REFERENCE_MAX origins nothing more is held;
+// records are still judged, for the exit lines. Every other record is
+// written as configured.
 //
 // Tensors are held for at most kHeldOps ops or ACC_BUFFER_MB of storage
 // awaiting their statistics; a find beyond that is written with what was
@@ -118,7 +120,6 @@ class Reference {
   static constexpr size_t kForwards = 4096;
 
   struct Judged {
-    bool matched = false;
     bool origin = false;     // compare's origin rule names it
     bool undecided = false;  // statistics cannot tell a wrong kernel from amplification
     analyzer::RecordComparison comparison;

@@ -294,9 +294,7 @@ void Watch::found(Session& s, Entry& e) {
         else (e.intended[i] ? intended_inputs : bad_inputs).push_back(ft.position);
       }
       if (intact && readable(*t)) {
-        r->tensors.push_back(captureTensor(*t, ft.role, ft.position, ft.item, 2));
-        // One op: its statistics are taken alone, now.
-        if (!t->device().is_cpu()) captureOnDevice(*t, 2, r->tensors.size() - 1, *r, /*batch=*/nullptr);
+        captureWhole(*t, ft, *r);
         continue;
       }
     } catch (...) {
@@ -322,9 +320,7 @@ void Watch::found(Session& s, Entry& e) {
       {"context_records", context},
       {"tensors_held", held},
   };
-  const std::string where = "step " + std::to_string(op.step) +
-                            (op.has_module ? ", module " + (op.module.empty() ? std::string("(top level)") : op.module)
-                                           : std::string());
+  const std::string where = placeOf(op);
   const std::string unread =
       !held ? "; its tensors were let go before its check arrived (more than " + std::to_string(kHeldOps) +
                   " ops or " + std::to_string(held_bytes_bound_ >> 20) + " MiB, ACC_BUFFER_MB, awaited their device), so it is written with metadata only"
