@@ -275,6 +275,12 @@ def display_path(path):
     return path if rel.startswith("..") else rel
 
 
+def paired_ratio(row, base):
+    """Median over rounds of row's run median over base's in the same round."""
+    ratios = [a / b for a, b in zip(row["run_medians"], base["run_medians"]) if b > 0]
+    return statistics.median(ratios) if ratios else None
+
+
 def summarize(config, runs, per_step):
     row = {"config": config["name"], "level": config["level"], "command": config["command"],
            "repeats": len(runs)}
@@ -491,8 +497,17 @@ def main(argv):
         per_step = all(r["step_times"] for runs in results.values() for r in runs)
         rows = [summarize(c, results[c["name"]], per_step) for c in configs]
         base = rows[0]["median"]
+        level1 = next((r for r in rows if r["level"] == 1), None)
         for r in rows:
             r["ratio"] = r["median"] / base if base > 0 else float("nan")
+            # Interleaved: each round's run against the same round's
+            # unrecorded (and, for ACC_REFERENCE, level-1) run, the median
+            # over rounds. Rounds a minute apart share the machine's mood, so
+            # this is steadier on a noisy VM than a ratio of medians.
+            if args.interleave and per_step and r is not rows[0]:
+                r["paired_ratio"] = paired_ratio(r, rows[0])
+                if r["level"] == "reference" and level1 is not None:
+                    r["paired_over_level1"] = paired_ratio(r, level1)
             # What the recorder costs per op the script runs, and writes per
             # step (every step recorded; step 0's ops counted too).
             if r["level"] not in (None, "floor") and r.get("ops_seen"):
@@ -569,6 +584,13 @@ def main(argv):
                 print(f"recordings: {out_root}")
             print()
             print(format_table(rows, per_step))
+            paired = [r for r in rows if r.get("paired_ratio") is not None]
+            if paired:
+                print()
+                print("paired:     median over rounds of each run against the same round's unrecorded run: "
+                      + ", ".join(f"{r['config']} {r['paired_ratio']:.2f}x" for r in paired)
+                      + "".join(f"; {r['config']} against level 1 {r['paired_over_level1']:.2f}x"
+                                for r in paired if r.get("paired_over_level1") is not None))
         return 0
     finally:
         if not args.keep:

@@ -39,6 +39,42 @@ struct TensorHold {
   std::vector<int8_t> overwritten_nonfinite; // per entry: a Finiteness (CPU), -1 (device: below)
   std::vector<StatsTicket> overwritten_stats;  // 1 per device entry, in order
   std::vector<at::Tensor> before;  // ACC_REFERENCE: per `overwritten` entry, its values at the op's start
+  std::vector<c10::Storage> storages;  // ACC_REFERENCE: a backward record's forward inputs', let go
+
+  // A hold for a new record: one this thread let go of, emptied, with its
+  // vectors' room, when it has one (ACC_REFERENCE makes one per op).
+  static std::unique_ptr<TensorHold> take() {
+    Spares& s = spares();
+    if (s.n == 0) return std::make_unique<TensorHold>();
+    return std::unique_ptr<TensorHold>(s.held[--s.n]);
+  }
+  // Lets go of its tensors (an op thread's work: the last reference to one
+  // with a Python object takes the GIL) and keeps it for take().
+  static void recycle(std::unique_ptr<TensorHold> h) {
+    if (!h) return;
+    h->tensors.clear();
+    h->versions.clear();
+    h->overwritten.clear();
+    h->overwritten_nonfinite.clear();
+    h->overwritten_stats.clear();
+    h->before.clear();
+    h->storages.clear();
+    Spares& s = spares();
+    if (s.n < kSpares) s.held[s.n++] = h.release();
+  }
+
+ private:
+  // A plain array, without a destructor: a thread's last spares leak at its
+  // exit rather than be used after their destruction.
+  static constexpr int kSpares = 16;
+  struct Spares {
+    TensorHold* held[kSpares];
+    int n;
+  };
+  static Spares& spares() {
+    static thread_local Spares s{};
+    return s;
+  }
 };
 
 // Level 2, CPU: what an input that the op writes held at the op's start.

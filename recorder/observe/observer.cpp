@@ -165,7 +165,7 @@ std::unique_ptr<CapturedOp> newRecord(Session& s, std::string_view name, std::st
   }
   if (s.config().stack != env::StackMode::None) r->stack_id = s.stacks().capture();
   if (s.watch() != nullptr || (s.reference() != nullptr && s.reference()->holds())) {
-    r->hold = std::make_unique<TensorHold>();
+    r->hold = TensorHold::take();
   }
   return r;
 }
@@ -469,7 +469,13 @@ void startForward(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
   }
   if (ctx.collective && !inputs.empty()) ctx.filled = inputs[0];
   if (Watch* watch = s.watch()) watch->noteOverwrittenInputs(*ctx.record);
-  if (Reference* reference = s.reference()) reference->noteOverwrittenInputs(*ctx.record);
+  // An op that fills its output with one value (zero_grad's zero_) needs
+  // no copy of what it overwrites: replay does not read it. (Names are
+  // compared only for in-place ops, whose names end in '_'.)
+  if (Reference* reference = s.reference();
+      reference != nullptr && !(!ctx.record->op.empty() && ctx.record->op.back() == '_' && filledWith(*ctx.record))) {
+    reference->noteOverwrittenInputs(*ctx.record);
+  }
 }
 
 // A collective's results (its tensor outputs, or the argument it fills when

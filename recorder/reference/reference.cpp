@@ -2,9 +2,13 @@
 
 #include <cctype>
 #include <cstdio>
+#include <cstring>
 #include <sstream>
 #include <thread>
 #include <utility>
+
+#include <ATen/EmptyTensor.h>
+#include <c10/util/SmallVector.h>
 
 #include "analyzer/compare/tensor_pairs.h"
 #include "env/config.h"
@@ -55,6 +59,31 @@ format::OpRecord withoutBytes(CapturedOp& op) {
   for (size_t i = 0; i < bytes.size(); ++i) bytes[i].swap(op.tensors[i].data);
   for (format::Tensor& t : copy.tensors) t.has_data = false;
   return copy;
+}
+
+// mu_'s holders keep it for a fraction of a microsecond: a thread that
+// finds it taken tries again for about as long before it sleeps in the
+// kernel, which costs tens of microseconds to come back from.
+void lockSpinning(std::mutex& mu) {
+  for (int i = 0; i < 256; ++i) {
+    if (mu.try_lock()) return;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+  mu.lock();
+}
+
+// A copy of what an in-place op is about to overwrite. A dense CPU tensor
+// is copied without an op: clone() through the dispatcher cost about as
+// much as the rest of ACC_REFERENCE's work on an optimizer's op.
+at::Tensor copyOf(const at::Tensor& t) {
+  if (t.device().is_cpu() && t.layout() == at::kStrided && t.is_contiguous() && !t.is_conj() && !t.is_neg()) {
+    at::Tensor copy = at::detail::empty_cpu(t.sizes(), t.scalar_type());
+    if (t.nbytes() > 0) std::memcpy(copy.data_ptr(), t.data_ptr(), t.nbytes());
+    return copy;
+  }
+  return t.clone();
 }
 
 std::string shortNumber(double v) {
@@ -128,7 +157,7 @@ void Reference::noteOverwrittenInputs(CapturedOp& r) {
       if (!readable(t) || t.nbytes() > held_bytes_bound_ / 8) return;
       guard.need();
       h.overwritten.push_back(i);
-      h.before.push_back(t.clone());
+      h.before.push_back(copyOf(t));
     });
   } catch (...) {
     if (r.hold) {
@@ -149,77 +178,115 @@ void Reference::finish(Session& s, std::unique_ptr<CapturedOp> record) {
   // record keeps them), and later records refer to them instead of
   // summarising the same tensors again.
   if (ContentStore* contents = s.contents()) contents->publish(e.op->contents);
-  std::vector<std::unique_ptr<TensorHold>> dead;  // let go here, after mu_ (declared before the lock)
-  std::unique_lock<std::mutex> lock(mu_);
-  dead.swap(dead_);
+  // What takes time is done apart from mu_, so that the judge rarely finds
+  // it taken: an op thread that waited for mu_ slept in the kernel, 1.5 ms
+  // a step on the LM.
   if (e.op->hold) {
     try {
-      if (e.op->pass == format::Pass::Backward) e.forward = forwardInputs(*e.op);
+      if (e.op->pass == format::Pass::Forward) {
+        publishForward(*e.op);
+      } else {
+        e.forward = forwardInputs(*e.op);
+      }
     } catch (...) {
       s.counts().capture_errors.fetch_add(1, std::memory_order_relaxed);
     }
-    // A CPU program waits for the judge rather than let its records go
-    // unheld; a device's records never wait (their statistics would).
-    ++waiting_for_room_;
-    room_.wait(lock, [&] {
-      return held_ops_ < kHeldOps || stop_ || pending_.empty() || !onHost(*pending_.front().op);
-    });
-    --waiting_for_room_;
-    hold(e);
+    e.held_bytes = heldBytes(e);
   }
-  // The judge goes on while records are waiting: it needs waking (a
-  // futex call) only when it may have found none.
-  const bool was_empty = pending_.empty();
-  pending_.push_back(std::move(e));
-  if (was_empty) work_.notify_one();
+  c10::SmallVector<std::unique_ptr<TensorHold>, 4> dead;  // let go after mu_
+  {
+    lockSpinning(mu_);
+    std::unique_lock<std::mutex> lock(mu_, std::adopt_lock);
+    // A few judged records' tensors per op, oldest first, as the program
+    // would have let them go: a judged batch's all at once left the
+    // allocator hundreds of chunks to sort on the next allocation.
+    for (size_t n = dead_.size() > kDeadBacklog ? dead_.size() - kDeadBacklog + kDeadPerOp : kDeadPerOp;
+         n > 0 && !dead_.empty(); --n) {
+      dead.push_back(std::move(dead_.front()));
+      dead_.pop_front();
+    }
+    if (e.op->hold) {
+      // A CPU program waits for the judge rather than let its records go
+      // unheld; a device's records never wait (their statistics would), nor
+      // a CPU record behind one whose device values are on their way.
+      const auto room = [&] {
+        return held_ops_ < kHeldOps || stop_ || unjudged_ == 0 || front_waits_ || !onHost(*e.op);
+      };
+      if (!room()) {
+        work_.notify_one();
+        ++waiting_for_room_;
+        room_.wait(lock, room);
+        --waiting_for_room_;
+      }
+      if (std::unique_ptr<TensorHold> gone = hold(e)) dead.push_back(std::move(gone));
+    }
+    // The judge looks every kPoll and is not woken: a wake-up is a futex
+    // call, which cost an op thread tens of microseconds in a VM.
+    ++unjudged_;
+    pending_.push_back(std::move(e));
+  }
+  for (std::unique_ptr<TensorHold>& h : dead) TensorHold::recycle(std::move(h));
 }
 
-void Reference::hold(Entry& e) {
-  TensorHold& h = *e.op->hold;
+size_t Reference::heldBytes(const Entry& e) {
+  const TensorHold& h = *e.op->hold;
   size_t bytes = 0;
   for (const at::Tensor& t : h.tensors) {
     if (t.defined() && t.has_storage()) bytes += t.storage().nbytes();
   }
   for (const at::Tensor& t : h.before) bytes += t.nbytes();
-  for (const at::Tensor& t : e.forward) {
-    if (t.defined()) bytes += t.nbytes();
+  for (const c10::Storage& st : e.forward) {
+    if (st.unsafeGetStorageImpl() != nullptr) bytes += st.nbytes();
   }
-  if (held_ops_ < kHeldOps && held_bytes_ + bytes <= held_bytes_bound_) {
-    e.held_bytes = bytes;
+  return bytes;
+}
+
+std::unique_ptr<TensorHold> Reference::hold(Entry& e) {
+  if (held_ops_ < kHeldOps && held_bytes_ + e.held_bytes <= held_bytes_bound_) {
     ++held_ops_;
-    held_bytes_ += bytes;
-  } else {
-    e.op->hold.reset();
-    e.forward.clear();
-    e.released = true;
-    released_.fetch_add(1, std::memory_order_relaxed);
+    held_bytes_ += e.held_bytes;
+    return nullptr;
   }
+  // Not held: let go by the caller, after mu_.
+  std::unique_ptr<TensorHold> gone = std::move(e.op->hold);
+  gone->storages = std::move(e.forward);
+  e.forward.clear();
+  e.held_bytes = 0;
+  e.released = true;
+  released_.fetch_add(1, std::memory_order_relaxed);
+  return gone;
 }
 
 void Reference::letGo(Entry& e) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    // The program's tensors and storages are let go on an op thread
-    // (finish()): the last reference to one with a Python object takes the
-    // GIL, which this thread must never wait for (the program may hold it
-    // while it waits for this thread, at exit).
-    if (e.op && e.op->hold) dead_.push_back(std::move(e.op->hold));
-    if (!e.forward.empty()) {
-      dead_.push_back(std::make_unique<TensorHold>());
-      dead_.back()->tensors = std::move(e.forward);
-      e.forward.clear();
-    }
-    if (e.released) return;
-    e.released = true;
-    --held_ops_;
-    held_bytes_ -= e.held_bytes;
-    if (waiting_for_room_ == 0) return;
+  // The program's tensors and storages are let go on an op thread
+  // (finish()): the last reference to one with a Python object takes the
+  // GIL, which this thread must never wait for (the program may hold it
+  // while it waits for this thread, at exit). They go there, and the
+  // counts down, once per batch of records judged (settleLocked()).
+  if (e.op && e.op->hold) gone_.push_back(std::move(e.op->hold));
+  if (!e.forward.empty()) {
+    gone_.push_back(std::make_unique<TensorHold>());
+    gone_.back()->storages = std::move(e.forward);
+    e.forward.clear();
   }
-  room_.notify_all();
+  if (e.released) return;
+  e.released = true;
+  ++gone_ops_;
+  gone_bytes_ += e.held_bytes;
+}
+
+void Reference::settleLocked() {
+  for (std::unique_ptr<TensorHold>& h : gone_) dead_.push_back(std::move(h));
+  gone_.clear();
+  held_ops_ -= gone_ops_;
+  held_bytes_ -= gone_bytes_;
+  const bool freed = gone_ops_ > 0;
+  gone_ops_ = gone_bytes_ = 0;
+  if (freed && waiting_for_room_ > 0) room_.notify_all();
 }
 
 void Reference::nudge(const Entry& e) {
-  const bool due = pending_.size() >= kHeldOps / 2 || std::chrono::steady_clock::now() - e.since >= kNudgeAfter;
+  const bool due = queue_.size() >= kHeldOps / 2 || std::chrono::steady_clock::now() - e.since >= kNudgeAfter;
   if (!due) return;
   for (const DeviceValues& v : e.op->device_values) {
     if (v.batched.flight && !v.batched.flight->launched()) batch_.flushIfOpen(v.batched.flight.get());
@@ -230,19 +297,34 @@ bool Reference::onHost(const CapturedOp& op) { return op.device_values.empty() &
 
 void Reference::run() {
   Session& s = session_;
+  std::vector<Entry> handed;  // swapped with pending_: its capacity goes back to the op threads
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    work_.wait_for(lock, std::chrono::milliseconds(1), [&] { return stop_ || draining_ || !pending_.empty(); });
-    // The records whose values have arrived, in order, judged apart from
-    // mu_: the op threads go on handing theirs over meanwhile.
-    std::vector<Entry> arrived;
-    while (!pending_.empty()) {
-      Entry& front = pending_.front();
+    if (front_waits_) {
+      // Looked at again after kPoll, not at once: no thread spins on a device.
+      work_.wait_for(lock, kPoll, [&] { return stop_; });
+    } else {
+      work_.wait_for(lock, kPoll, [&] { return stop_ || draining_; });
+    }
+    // mu_ is held only to take what was handed over and, below, to count
+    // what was judged: the op threads never wait for a judgement.
+    handed.swap(pending_);
+    const bool draining = draining_;
+    const bool stopping = stop_;
+    const auto deadline = deadline_;
+    lock.unlock();
+    for (Entry& e : handed) queue_.push_back(std::move(e));
+    handed.clear();
+    // The records whose values have arrived, in order.
+    size_t judged = 0;
+    bool waits = false;
+    while (!queue_.empty()) {
+      Entry& front = queue_.front();
       bool ready = false;
       try {
         ready = valuesArrived(*front.op);
         if (!ready) {
-          if (draining_) batch_.flush();
+          if (draining) batch_.flush();
           nudge(front);
           ready = valuesArrived(*front.op);
         }
@@ -250,30 +332,20 @@ void Reference::run() {
         ready = true;  // a device error: written without what did not arrive
         s.counts().capture_errors.fetch_add(1, std::memory_order_relaxed);
       }
-      if (!ready) break;
-      arrived.push_back(std::move(front));
-      pending_.pop_front();
-    }
-    if (arrived.empty()) {
-      if (stop_ || (draining_ && pending_.empty())) return;
-      if (draining_ && std::chrono::steady_clock::now() > deadline_) {
-        std::fprintf(stderr,
-                     "acc: ACC_REFERENCE: %zu records still without their statistics after 60 s waiting for their "
-                     "device at exit; written unjudged\n",
-                     pending_.size());
-        return;
+      if (!ready) {
+        waits = true;
+        break;
       }
-      continue;
-    }
-    lock.unlock();
-    for (Entry& e : arrived) {
+      Entry e = std::move(front);
+      queue_.pop_front();
+      ++judged;
       Judged j;
       try {
         takeArrivedValues(*e.op);
         j = judge(*e.op);
-        // Its inputs, for its backward record's find (long after: the
-        // judge is far ahead of the backward pass).
-        if (e.op->pass == format::Pass::Forward && !e.released && e.op->hold && holds()) keepForward(*e.op);
+        if (e.op->pass == format::Pass::Forward && !e.released && e.op->hold && holds()) {
+          keepForward(*e.op, std::move(j.mine));
+        }
       } catch (...) {
         s.counts().capture_errors.fetch_add(1, std::memory_order_relaxed);
       }
@@ -284,13 +356,28 @@ void Reference::run() {
         s.counts().capture_errors.fetch_add(1, std::memory_order_relaxed);
       }
     }
-    lock.lock();
+    lock.release();
+    lockSpinning(mu_);
+    lock = std::unique_lock<std::mutex>(mu_, std::adopt_lock);
+    unjudged_ -= judged;
+    front_waits_ = waits;
+    settleLocked();
+    if (judged > 0 || !pending_.empty()) continue;
+    if (stopping || (draining && queue_.empty())) return;
+    if (draining && std::chrono::steady_clock::now() > deadline) {
+      std::fprintf(stderr,
+                   "acc: ACC_REFERENCE: %zu records still without their statistics after 60 s waiting for their "
+                   "device at exit; written unjudged\n",
+                   queue_.size());
+      return;
+    }
   }
 }
 
 Reference::Judged Reference::judge(CapturedOp& op) {
   Judged j;
-  format::OpRecord mine = withoutBytes(op);
+  j.mine = withoutBytes(op);
+  format::OpRecord& mine = j.mine;
   contents_.resolve(mine);
   const format::OpRecord* theirs = reader_->find(mine);
   if (theirs == nullptr) {
@@ -418,83 +505,115 @@ uint64_t Reference::write(Session& s, Entry& e, bool level2) {
   return metadata_only;
 }
 
-void Reference::keepForward(CapturedOp& op) {
+void Reference::publishForward(const CapturedOp& op) {
   const TensorHold& h = *op.hold;
   if (h.tensors.size() != op.tensors.size()) return;
-  ForwardInputs f;
-  f.meta = withoutBytes(op);
-  f.inputs.resize(op.tensors.size());
+  // Only an op that autograd recorded has a backward record to come (an
+  // optimizer's, under no_grad, has none).
+  bool recorded = false;
+  for (size_t i = 0; i < op.tensors.size() && !recorded; ++i) {
+    const at::Tensor& t = h.tensors[i];
+    recorded = op.tensors[i].role == Role::Output && t.defined() && t.requires_grad() && t.grad_fn() != nullptr;
+  }
+  if (!recorded) return;
+  const ForwardKey key = forwardKey(op.step, op.name);
+  std::lock_guard<std::mutex> lock(fwd_mu_);
+  // The oldest entry's node and vectors serve the new one: no allocation
+  // per forward op once kForwards are kept.
+  auto it = forwards_.find(key);
+  if (it == forwards_.end()) {
+    if (forward_order_.size() >= kForwards) {
+      auto node = forwards_.extract(forward_order_.front());
+      forward_order_.pop_front();
+      if (!node.empty()) {
+        node.key() = key;
+        it = forwards_.insert(std::move(node)).position;
+      }
+    }
+    if (it == forwards_.end()) it = forwards_.try_emplace(key).first;
+    forward_order_.push_back(key);
+  }
+  std::vector<WeakInput>& inputs = it->second;
+  inputs.resize(op.tensors.size());
   for (size_t i = 0; i < op.tensors.size(); ++i) {
     const at::Tensor& t = h.tensors[i];
-    if (op.tensors[i].role != Role::Input || !t.defined() || !t.has_storage() || h.versions[i] == kNoVersion ||
-        !readable(t)) {
+    WeakInput& w = inputs[i];
+    w.kept = op.tensors[i].role == Role::Input && t.defined() && t.has_storage() && h.versions[i] != kNoVersion &&
+             readable(t);
+    if (!w.kept) {
+      w.storage = c10::weak_intrusive_ptr<c10::StorageImpl>(c10::intrusive_ptr<c10::StorageImpl>());
+      w.counter.reset();
       continue;
     }
-    WeakInput& w = f.inputs[i];
     w.storage = t.storage().getWeakStorageImpl();
     w.options = t.options();
-    w.sizes = t.sizes().vec();
-    w.strides = t.strides().vec();
+    w.sizes.assign(t.sizes().begin(), t.sizes().end());
+    w.strides.assign(t.strides().begin(), t.strides().end());
     w.offset = t.storage_offset();
     w.counter = t.unsafeGetTensorImpl()->version_counter();
     w.version = h.versions[i];
-    w.kept = true;
-  }
-  auto key = std::make_pair(op.step, op.name);
-  std::lock_guard<std::mutex> lock(mu_);
-  if (forwards_.insert_or_assign(key, std::move(f)).second) forward_order_.push_back(std::move(key));
-  while (forward_order_.size() > kForwards) {
-    forwards_.erase(forward_order_.front());
-    forward_order_.pop_front();
   }
 }
 
-std::vector<at::Tensor> Reference::forwardInputs(const CapturedOp& backward) const {
-  std::vector<at::Tensor> out;
-  auto it = forwards_.find({backward.step, backward.forward_name});
+void Reference::keepForward(const CapturedOp& op, format::OpRecord meta) {
+  const ForwardKey key = forwardKey(op.step, op.name);
+  if (forward_meta_.insert_or_assign(key, std::move(meta)).second) forward_meta_order_.push_back(key);
+  while (forward_meta_order_.size() > kForwards) {
+    forward_meta_.erase(forward_meta_order_.front());
+    forward_meta_order_.pop_front();
+  }
+}
+
+std::vector<c10::Storage> Reference::forwardInputs(const CapturedOp& backward) const {
+  std::vector<c10::Storage> out;
+  std::lock_guard<std::mutex> lock(fwd_mu_);
+  auto it = forwards_.find(forwardKey(backward.step, backward.forward_name));
   if (it == forwards_.end()) return out;
-  for (const WeakInput& w : it->second.inputs) {
-    c10::intrusive_ptr<c10::StorageImpl> storage;
-    if (w.kept) storage = w.storage.lock();
-    if (!storage || !w.counter || w.counter->current_version() != w.version) {
-      out.emplace_back();
-      continue;
-    }
-    // A tensor on the storage, made without an op (set_ is not every
-    // device's): its geometry, no autograd.
-    auto impl = c10::make_intrusive<c10::TensorImpl>(
-        c10::Storage(std::move(storage)), c10::DispatchKeySet(w.options.computeDispatchKey()), w.options.dtype());
-    impl->set_sizes_and_strides(w.sizes, w.strides);
-    impl->set_storage_offset(w.offset);
-    out.emplace_back(std::move(impl));
+  out.resize(it->second.size());
+  for (size_t i = 0; i < it->second.size(); ++i) {
+    const WeakInput& w = it->second[i];
+    if (!w.kept || !w.counter || w.counter->current_version() != w.version) continue;
+    // Its storage only: the tensor is made on it for a find (writeForward()).
+    if (c10::intrusive_ptr<c10::StorageImpl> storage = w.storage.lock()) out[i] = c10::Storage(std::move(storage));
   }
   return out;
 }
 
 void Reference::writeForward(Session& s, const Entry& backward) {
   if (backward.forward.empty()) return;
-  ForwardInputs f;
+  const ForwardKey key = forwardKey(backward.op->step, backward.op->forward_name);
+  auto meta = forward_meta_.find(key);
+  if (meta == forward_meta_.end()) return;
+  std::vector<WeakInput> inputs;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = forwards_.find({backward.op->step, backward.op->forward_name});
+    std::lock_guard<std::mutex> lock(fwd_mu_);
+    auto it = forwards_.find(key);
     if (it == forwards_.end()) return;
-    f = it->second;
+    inputs = it->second;
   }
+  const format::OpRecord& m = meta->second;
+  if (inputs.size() != m.tensors.size()) return;
   CaptureGuard guard;
   auto r = std::make_unique<CapturedOp>();
-  static_cast<format::OpRecord&>(*r) = f.meta;
+  static_cast<format::OpRecord&>(*r) = m;
   r->name += format::kCapturedSuffix;
   r->index = s.nextIndex();
   r->tensors.clear();
-  for (size_t i = 0; i < f.meta.tensors.size(); ++i) {
-    const format::Tensor& ft = f.meta.tensors[i];
-    const WeakInput& w = f.inputs[i];
+  for (size_t i = 0; i < m.tensors.size(); ++i) {
+    const format::Tensor& ft = m.tensors[i];
+    const WeakInput& w = inputs[i];
     try {
       // Still what the forward op read: its counter has not moved since.
-      if (i < backward.forward.size() && backward.forward[i].defined() && w.counter &&
+      if (i < backward.forward.size() && backward.forward[i].unsafeGetStorageImpl() != nullptr && w.counter &&
           w.counter->current_version() == w.version) {
-        const at::Tensor& t = backward.forward[i];
-        captureWhole(t, ft, *r);
+        // A tensor on the storage, made without an op (set_ is not every
+        // device's): its geometry, no autograd.
+        auto impl = c10::make_intrusive<c10::TensorImpl>(
+            c10::Storage(backward.forward[i]), c10::DispatchKeySet(w.options.computeDispatchKey()),
+            w.options.dtype());
+        impl->set_sizes_and_strides(w.sizes, w.strides);
+        impl->set_storage_offset(w.offset);
+        captureWhole(at::Tensor(std::move(impl)), ft, *r);
         continue;
       }
     } catch (...) {
@@ -569,15 +688,18 @@ void Reference::drain(Session& s) {
   std::deque<Entry> left;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    left.swap(pending_);
+    left.swap(queue_);
+    for (Entry& e : pending_) left.push_back(std::move(e));
+    pending_.clear();
   }
   for (Entry& e : left) write(s, e, false);
   for (Entry& e : before_) write(s, e, false);
   before_.clear();
   {
-    std::vector<std::unique_ptr<TensorHold>> dead;
+    std::deque<std::unique_ptr<TensorHold>> dead;
     {
       std::lock_guard<std::mutex> lock(mu_);
+      settleLocked();
       dead.swap(dead_);
     }
   }

@@ -25,6 +25,7 @@
 // still held (metadata for the rest), and says so.
 #pragma once
 
+#include <c10/util/SmallVector.h>
 #include <nlohmann/json.hpp>
 
 #include <atomic>
@@ -32,12 +33,13 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
-#include <map>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "analyzer/judge/origins.h"
@@ -90,10 +92,10 @@ class Reference {
  private:
   struct Entry {
     std::unique_ptr<CapturedOp> op;
-    // A backward record: its forward op's inputs that were still alive and
-    // unchanged when it finished (ForwardInputs), per tensor of the
-    // forward's record (undefined: not kept), held until it is judged.
-    std::vector<at::Tensor> forward;
+    // A backward record: the storages of its forward op's inputs that were
+    // still alive and unchanged when it finished (WeakInput), per tensor of
+    // the forward's record (null: not kept), held until it is judged.
+    std::vector<c10::Storage> forward;
     std::chrono::steady_clock::time_point since;
     bool released = false;  // tensors not held (bounds) or let go
     size_t held_bytes = 0;
@@ -107,26 +109,35 @@ class Reference {
   struct WeakInput {
     c10::weak_intrusive_ptr<c10::StorageImpl> storage{c10::intrusive_ptr<c10::StorageImpl>()};
     c10::TensorOptions options;
-    std::vector<int64_t> sizes, strides;
+    c10::SmallVector<int64_t, 6> sizes, strides;
     int64_t offset = 0;
     std::optional<c10::VariableVersion> counter;
     uint32_t version = 0;
     bool kept = false;
   };
-  struct ForwardInputs {
-    format::OpRecord meta;  // without values
-    std::vector<WeakInput> inputs;  // per tensor of meta
-  };
+  // A forward record by step and name, hashed: op threads look one up per
+  // record, and a map of strings cost them 1 us each.
+  using ForwardKey = uint64_t;
+  static ForwardKey forwardKey(int64_t step, const std::string& name) {
+    return std::hash<std::string>{}(name) ^ (static_cast<uint64_t>(step) * 0x9e3779b97f4a7c15ULL);
+  }
   static constexpr size_t kForwards = 4096;
+  // The judge looks for records every kPoll (op threads wake it only when
+  // they wait for room).
+  static constexpr auto kPoll = std::chrono::microseconds(200);
+  // Each finish() lets go of kDeadPerOp judged records' tensors, and of
+  // all beyond kDeadBacklog.
+  static constexpr size_t kDeadPerOp = 2, kDeadBacklog = 64;
 
   struct Judged {
     bool origin = false;     // compare's origin rule names it
     bool undecided = false;  // statistics cannot tell a wrong kernel from amplification
     analyzer::RecordComparison comparison;
+    format::OpRecord mine;  // the record judged: no values, its contents resolved
   };
 
-  // The judge's thread: what follows runs there but for hold() and
-  // forwardInputs() (op threads, holding mu_).
+  // The judge's thread: what follows runs there but for heldBytes(),
+  // hold() (mu_ held), publishForward() and forwardInputs() (op threads).
   void run();
   static bool onHost(const CapturedOp& op);  // no device values on their way
   Judged judge(CapturedOp& op);
@@ -134,11 +145,18 @@ class Reference {
   // Writes e's record; `level2`: from the tensors it holds, where it holds
   // them. Returns the tensors with values written with statistics only.
   uint64_t write(Session& s, Entry& e, bool level2);
-  void hold(Entry& e);
-  void letGo(Entry& e);
+  static size_t heldBytes(const Entry& e);
+  // Counts e's tensors as held, or returns them to let go when the bounds
+  // are reached.
+  std::unique_ptr<TensorHold> hold(Entry& e);
+  void letGo(Entry& e);      // for settle() to hand to the op threads
+  void settleLocked();      // mu_ held: what letGo() collected
   void nudge(const Entry& e);
-  void keepForward(CapturedOp& op);
-  std::vector<at::Tensor> forwardInputs(const CapturedOp& backward) const;
+  // A forward record's inputs, weakly, for its backward record's find: in
+  // forwards_ from the forward op's end, so every backward record finds them.
+  void publishForward(const CapturedOp& op);
+  void keepForward(const CapturedOp& op, format::OpRecord meta);  // its record, for writeForward
+  std::vector<c10::Storage> forwardInputs(const CapturedOp& backward) const;
   // Writes the backward find's forward op at level 2, as {forward}.captured.
   void writeForward(Session& s, const Entry& backward);
   void noteFind(Session& s, const CapturedOp& op, const Judged& j, const Entry& e, size_t before);
@@ -152,24 +170,33 @@ class Reference {
   const std::string file_;
   std::atomic<bool> holding_;
   // mu_ guards what the op threads share with the judge's thread: the
-  // records handed over, what they hold, the forward ops' inputs.
+  // records handed over and what they hold.
   mutable std::mutex mu_;
   std::condition_variable work_;  // records handed over, or draining
   std::condition_variable room_;  // held records let go
   bool stop_ = false, draining_ = false;
   std::chrono::steady_clock::time_point deadline_;
-  std::deque<Entry> pending_;  // awaiting the judge, in the order they finished
-  std::map<std::pair<int64_t, std::string>, ForwardInputs> forwards_;  // by step and name
-  std::deque<std::pair<int64_t, std::string>> forward_order_;
+  std::vector<Entry> pending_;  // handed over since the judge last looked, in the order they finished
+  size_t unjudged_ = 0;         // handed over, not judged yet
+  bool front_waits_ = false;    // the oldest of them awaits its device values
   size_t held_ops_ = 0, held_bytes_ = 0;
   size_t waiting_for_room_ = 0;  // op threads waiting in finish()
   std::atomic<uint64_t> released_{0};
-  std::vector<std::unique_ptr<TensorHold>> dead_;  // judged records' holds, for an op thread to let go
+  std::deque<std::unique_ptr<TensorHold>> dead_;  // judged records' holds, for the op threads to let go
+  // The forward ops' inputs (op threads; the judge's thread for a find).
+  mutable std::mutex fwd_mu_;
+  std::unordered_map<ForwardKey, std::vector<WeakInput>> forwards_;  // per tensor of the record
+  std::deque<ForwardKey> forward_order_;
   // The judge's thread's own.
+  std::deque<Entry> queue_;  // taken from pending_, not judged yet, in order
   std::unique_ptr<ReferenceReader> reader_;
   analyzer::ContentTable contents_;  // this run's contents, for its records' references
   analyzer::OriginJudge origin_judge_;
   std::deque<Entry> before_;  // judged, kept back as the context of a find to come
+  std::unordered_map<ForwardKey, format::OpRecord> forward_meta_;  // forwards_'s records, without values
+  std::deque<ForwardKey> forward_meta_order_;
+  std::vector<std::unique_ptr<TensorHold>> gone_;  // let go since the last settle()
+  size_t gone_ops_ = 0, gone_bytes_ = 0;
   uint64_t after_left_ = 0;   // records after a find still to write at level 2
   uint64_t judged_ = 0, unmatched_ = 0, failing_ = 0;
   uint64_t origins_seen_ = 0, undecided_seen_ = 0;  // judged so

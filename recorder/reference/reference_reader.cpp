@@ -1,17 +1,18 @@
 #include "recorder/reference/reference_reader.h"
 
+#include <functional>
+#include <string_view>
 #include <utility>
 
 namespace acc::recorder {
 namespace {
 
 uint64_t mix(uint64_t h, uint64_t v) {
-  // FNV-1a over the value's bytes, folded.
-  for (int i = 0; i < 8; ++i) {
-    h ^= (v >> (8 * i)) & 0xff;
-    h *= 0x100000001b3ULL;
-  }
-  return h;
+  // One multiply per word, not eight: every record is hashed twice (as
+  // read, as judged). In memory only, never written.
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  h *= 0xff51afd7ed558ccdULL;
+  return h ^ (h >> 33);
 }
 
 uint64_t keyOf(uint64_t signature, uint64_t occurrence) { return mix(signature, occurrence + 1); }
@@ -19,8 +20,7 @@ uint64_t keyOf(uint64_t signature, uint64_t occurrence) { return mix(signature, 
 }  // namespace
 
 uint64_t alignmentSignature(const format::OpRecord& r) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (char c : r.op) h = mix(h, static_cast<unsigned char>(c));
+  uint64_t h = std::hash<std::string_view>{}(r.op);
   h = mix(h, static_cast<uint64_t>(r.pass));
   for (const format::Tensor& t : r.tensors) {
     h = mix(h, (static_cast<uint64_t>(t.role) << 48) ^ (static_cast<uint64_t>(t.position) << 24) ^ t.item);

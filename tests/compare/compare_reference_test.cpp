@@ -125,6 +125,27 @@ TEST(Reference, NamesAndConfirmsAWrongBackwardKernel) {
   EXPECT_TRUE(copy->tensors[0].has_data);
 }
 
+TEST(Reference, NamesAndConfirmsAWrongInPlaceKernel) {
+  // AdamW's parameter update: addcdiv_ overwrites the parameter. Its
+  // level-2 record holds the parameter as the op found it, from the copy
+  // taken at the op's start (the held tensor is the updated one by then).
+  const std::string ref = reference("lm", "lm_train.py", kLm);
+  auto j = judged("lm_train.py", ref, with(kLm, {{"WRONG_OPS", "addcdiv_:0.03"}}));
+  expectNamedAndConfirmed(*j, ref, "aten::addcdiv_", "fwd");
+  const Recording rec = readRank(j->dir / "rank0");
+  const format::OpRecord* find = rec.find(j->finds[0]["record"].get<std::string>());
+  ASSERT_NE(find, nullptr);
+  const format::Tensor* before = nullptr;
+  const format::Tensor* after = nullptr;
+  for (const format::Tensor& t : find->tensors) {
+    if (t.position != 0 || t.item != 0) continue;
+    (t.role == format::Role::Input ? before : after) = &t;
+  }
+  ASSERT_TRUE(before != nullptr && after != nullptr);
+  ASSERT_TRUE(before->has_data && after->has_data);
+  EXPECT_NE(before->data, after->data) << "the input holds the updated parameter";
+}
+
 TEST(Reference, OnTheTestAccelerator) {
   const std::string ref = reference("device", "device_train.py", kDevice);
   const RunResult plain = runPythonPlain(testScript("device_train.py"), kDevice);
