@@ -263,12 +263,14 @@ void Reference::letGo(Entry& e) {
   // GIL, which this thread must never wait for (the program may hold it
   // while it waits for this thread, at exit). They go there, and the
   // counts down, once per batch of records judged (settleLocked()).
-  if (e.op && e.op->hold) gone_.push_back(std::move(e.op->hold));
   if (!e.forward.empty()) {
-    gone_.push_back(std::make_unique<TensorHold>());
-    gone_.back()->storages = std::move(e.forward);
+    // With the record's own hold where it has one: a hold made here would be
+    // freed on an op thread, another arena's.
+    if (!e.op || !e.op->hold) gone_.push_back(std::make_unique<TensorHold>());
+    (e.op && e.op->hold ? *e.op->hold : *gone_.back()).storages = std::move(e.forward);
     e.forward.clear();
   }
+  if (e.op && e.op->hold) gone_.push_back(std::move(e.op->hold));
   if (e.released) return;
   e.released = true;
   ++gone_ops_;
@@ -280,9 +282,10 @@ void Reference::settleLocked() {
   gone_.clear();
   held_ops_ -= gone_ops_;
   held_bytes_ -= gone_bytes_;
-  const bool freed = gone_ops_ > 0;
   gone_ops_ = gone_bytes_ = 0;
-  if (freed && waiting_for_room_ > 0) room_.notify_all();
+  // Waiting op threads look again: for room, or for nothing left to judge
+  // (records kept back as a find's context are held but judged).
+  if (waiting_for_room_ > 0) room_.notify_all();
 }
 
 void Reference::nudge(const Entry& e) {
@@ -304,7 +307,7 @@ void Reference::run() {
       // Looked at again after kPoll, not at once: no thread spins on a device.
       work_.wait_for(lock, kPoll, [&] { return stop_; });
     } else {
-      work_.wait_for(lock, kPoll, [&] { return stop_ || draining_; });
+      work_.wait_for(lock, kPoll, [&] { return stop_ || draining_ || waiting_for_room_ > 0; });
     }
     // mu_ is held only to take what was handed over and, below, to count
     // what was judged: the op threads never wait for a judgement.
