@@ -6,7 +6,9 @@
 // and `compare` confirm the kernel; and makes no find on benign pairs
 // (thread counts, bf16 autocast against float32, the test device against
 // the CPU, a C++ program against itself). With ACC_OVERRIDE of the op, the
-// losses follow the reference and nothing is found.
+// losses follow the reference and nothing is found. An in-place op's find
+// holds its overwritten input as the op found it; a context longer than
+// what is held at once does not stall the program.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -144,6 +146,21 @@ TEST(Reference, NamesAndConfirmsAWrongInPlaceKernel) {
   ASSERT_TRUE(before != nullptr && after != nullptr);
   ASSERT_TRUE(before->has_data && after->has_data);
   EXPECT_NE(before->data, after->data) << "the input holds the updated parameter";
+}
+
+TEST(Reference, AContextLongerThanTheHeldRecordsDoesNotStallTheProgram) {
+  // 300 records kept back before a find (AdamW's, after the forward and
+  // backward passes, hundreds of records into the step) are more than the
+  // 256 held at once: the op threads must go on (records beyond are not
+  // held) rather than wait for a judge that has nothing left to judge.
+  const std::string ref = reference("lm", "lm_train.py", kLm);
+  auto j = judged("lm_train.py", ref, with(kLm, {{"WRONG_OPS", "addcdiv_:0.03"}, {"ACC_REFERENCE_CONTEXT", "300"}}));
+  ASSERT_TRUE(j->finds.is_array() && !j->finds.empty()) << j->run.err;
+  EXPECT_TRUE(std::regex_match(j->finds[0]["record"].get<std::string>(), std::regex("aten::addcdiv_\\.\\d+\\.fwd")))
+      << j->finds[0].dump();
+  EXPECT_EQ(j->finds[0]["context_after"], 300) << j->finds[0].dump();
+  EXPECT_GT(j->manifest["reference"]["counts"]["released"].get<uint64_t>(), 0u)
+      << j->manifest["reference"]["counts"].dump();
 }
 
 TEST(Reference, OnTheTestAccelerator) {
