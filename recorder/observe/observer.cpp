@@ -469,12 +469,12 @@ void startForward(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
   }
   if (ctx.collective && !inputs.empty()) ctx.filled = inputs[0];
   if (Watch* watch = s.watch()) watch->noteOverwrittenInputs(*ctx.record);
-  // An op that fills its output with one value (zero_grad's zero_) needs
-  // no copy of what it overwrites: replay does not read it. (Names are
-  // compared only for in-place ops, whose names end in '_'.)
-  if (Reference* reference = s.reference();
-      reference != nullptr && !(!ctx.record->op.empty() && ctx.record->op.back() == '_' && filledWith(*ctx.record))) {
-    reference->noteOverwrittenInputs(*ctx.record);
+  if (Reference* reference = s.reference()) {
+    // An op that fills its output with one value (zero_grad's zero_) needs
+    // no copy of what it overwrites: replay does not read it. (Names are
+    // compared only for in-place ops, whose names end in '_'.)
+    const bool fills = !op.empty() && op.back() == '_' && filledWith(*ctx.record);
+    if (!fills) reference->noteOverwrittenInputs(*ctx.record);
   }
 }
 

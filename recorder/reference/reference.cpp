@@ -184,7 +184,7 @@ void Reference::finish(Session& s, std::unique_ptr<CapturedOp> record) {
   if (e.op->hold) {
     try {
       if (e.op->pass == format::Pass::Forward) {
-        publishForward(*e.op);
+        e.published = publishForward(*e.op);
       } else {
         e.forward = forwardInputs(*e.op);
       }
@@ -346,9 +346,9 @@ void Reference::run() {
       try {
         takeArrivedValues(*e.op);
         j = judge(*e.op);
-        if (e.op->pass == format::Pass::Forward && !e.released && e.op->hold && holds()) {
-          keepForward(*e.op, std::move(j.mine));
-        }
+        // Its record, for its backward record's find: only where its inputs
+        // were published, so that the two are kept for as many ops.
+        if (e.published && !e.released && holds()) keepForward(*e.op, std::move(j.mine));
       } catch (...) {
         s.counts().capture_errors.fetch_add(1, std::memory_order_relaxed);
       }
@@ -508,9 +508,9 @@ uint64_t Reference::write(Session& s, Entry& e, bool level2) {
   return metadata_only;
 }
 
-void Reference::publishForward(const CapturedOp& op) {
+bool Reference::publishForward(const CapturedOp& op) {
   const TensorHold& h = *op.hold;
-  if (h.tensors.size() != op.tensors.size()) return;
+  if (h.tensors.size() != op.tensors.size()) return false;
   // Only an op that autograd recorded has a backward record to come (an
   // optimizer's, under no_grad, has none).
   bool recorded = false;
@@ -518,7 +518,7 @@ void Reference::publishForward(const CapturedOp& op) {
     const at::Tensor& t = h.tensors[i];
     recorded = op.tensors[i].role == Role::Output && t.defined() && t.requires_grad() && t.grad_fn() != nullptr;
   }
-  if (!recorded) return;
+  if (!recorded) return false;
   const ForwardKey key = forwardKey(op.step, op.name);
   std::lock_guard<std::mutex> lock(fwd_mu_);
   // The oldest entry's node and vectors serve the new one: no allocation
@@ -556,6 +556,7 @@ void Reference::publishForward(const CapturedOp& op) {
     w.counter = t.unsafeGetTensorImpl()->version_counter();
     w.version = h.versions[i];
   }
+  return true;
 }
 
 void Reference::keepForward(const CapturedOp& op, format::OpRecord meta) {

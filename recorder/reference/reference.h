@@ -98,6 +98,7 @@ class Reference {
     std::vector<c10::Storage> forward;
     std::chrono::steady_clock::time_point since;
     bool released = false;  // tensors not held (bounds) or let go
+    bool published = false;  // a forward record whose inputs are in forwards_
     size_t held_bytes = 0;
   };
   // A forward record's inputs, weakly (they cost no memory once autograd
@@ -149,12 +150,13 @@ class Reference {
   // Counts e's tensors as held, or returns them to let go when the bounds
   // are reached.
   std::unique_ptr<TensorHold> hold(Entry& e);
-  void letGo(Entry& e);      // for settle() to hand to the op threads
+  void letGo(Entry& e);      // for settleLocked() to hand to the op threads
   void settleLocked();      // mu_ held: what letGo() collected
   void nudge(const Entry& e);
   // A forward record's inputs, weakly, for its backward record's find: in
   // forwards_ from the forward op's end, so every backward record finds them.
-  void publishForward(const CapturedOp& op);
+  // False when autograd did not record the op (no backward record to come).
+  bool publishForward(const CapturedOp& op);
   void keepForward(const CapturedOp& op, format::OpRecord meta);  // its record, for writeForward
   std::vector<c10::Storage> forwardInputs(const CapturedOp& backward) const;
   // Writes the backward find's forward op at level 2, as {forward}.captured.
@@ -193,7 +195,7 @@ class Reference {
   analyzer::ContentTable contents_;  // this run's contents, for its records' references
   analyzer::OriginJudge origin_judge_;
   std::deque<Entry> before_;  // judged, kept back as the context of a find to come
-  std::unordered_map<ForwardKey, format::OpRecord> forward_meta_;  // forwards_'s records, without values
+  std::unordered_map<ForwardKey, format::OpRecord> forward_meta_;  // published forward records, without values
   std::deque<ForwardKey> forward_meta_order_;
   std::vector<std::unique_ptr<TensorHold>> gone_;  // let go since the last settle()
   size_t gone_ops_ = 0, gone_bytes_ = 0;
