@@ -64,7 +64,19 @@ unmount_from() {
   mounted=()
 }
 
-prepare() { # suite -> chroot dir
+# One process makes a chroot at a time: .ci/run makes them in the
+# background while the host suite runs, and a suite that comes to its chroot
+# first waits here for it.
+prepare() { # suite
+  local lock
+  mkdir -p "$root_dir"
+  exec {lock}>"$root_dir/$1.lock"
+  flock "$lock"
+  make_chroot "$1"
+  exec {lock}>&-
+}
+
+make_chroot() { # suite -> chroot dir
   local suite=$1 dir=$root_dir/$suite
   local stamp_want
   stamp_want="$suite $packages"

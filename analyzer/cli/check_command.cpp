@@ -45,7 +45,7 @@
 namespace acc::analyzer {
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kCheckUsage =
     "usage: acc-analyzer check DIR [-o OUT] [options]\n"
     "\n"
     "Is this device's kernel wrong? Runs every op of one level-2 recording\n"
@@ -244,11 +244,11 @@ void printVerdict(const CompareResult& r, const std::map<std::string, uint64_t>&
 int checkCommand(const std::vector<std::string>& argv) {
   Args a;
   a.out = "acc_check";
-  CommandLine cli("check", kUsage);
+  CommandLine cli("check", kCheckUsage);
   addJudgeOptions(cli.app(), a);
   if (std::optional<int> done = cli.parse(argv)) return *done;
   if (a.positional.size() != 1) {
-    std::cerr << "acc-analyzer check: one recording directory expected, got " << a.positional.size() << "\n\n" << kUsage;
+    std::cerr << "acc-analyzer check: one recording directory expected, got " << a.positional.size() << "\n\n" << kCheckUsage;
     return kExitInput;
   }
   a.dir = a.positional[0];

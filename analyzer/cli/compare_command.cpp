@@ -20,7 +20,7 @@
 namespace acc::analyzer {
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kCompareUsage =
     "usage: acc-analyzer compare DIR0 DIR1 [-o OUT] [options]\n"
     "\n"
     "Compares two recordings op by op and names the op where they start to\n"
@@ -156,13 +156,13 @@ void declare(CLI::App& app, Args& a) {
 
 int compareCommand(const std::vector<std::string>& argv) {
   Args a;
-  CommandLine cli("compare", kUsage);
+  CommandLine cli("compare", kCompareUsage);
   declare(cli.app(), a);
   if (std::optional<int> done = cli.parse(argv)) return *done;
   const std::vector<std::string>& dirs = a.common.positional;
   if (dirs.size() != 2) {
     std::cerr << "acc-analyzer compare: two recording directories expected (DIR0 DIR1), got " << dirs.size() << "\n\n"
-              << kUsage;
+              << kCompareUsage;
     return kExitInput;
   }
   a.options.dir0 = dirs[0];

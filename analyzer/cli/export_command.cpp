@@ -22,7 +22,7 @@ namespace acc::analyzer {
 namespace fs = std::filesystem;
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kExportUsage =
     "usage: acc-analyzer export DIR -o OUT [--format npy|msprobe] [--name SUBSTR]... [--rank R]\n"
     "\n"
     "Writes every tensor of the recording in DIR that carries data (recorded with\n"
@@ -73,7 +73,7 @@ struct Options {
 
 // Returns an exit code when parsing ends the command.
 std::optional<int> parse(const std::vector<std::string>& args, Options& o) {
-  CommandLine cli("export", kUsage);
+  CommandLine cli("export", kExportUsage);
   CLI::App& app = cli.app();
   app.add_option("-o,--output", o.out);
   addChecked(app, "--format", [&o](const std::string& v) {
@@ -93,7 +93,7 @@ std::optional<int> parse(const std::vector<std::string>& args, Options& o) {
   app.add_option("DIR", o.dir);
   if (std::optional<int> done = cli.parse(args)) return done;
   if (o.dir.empty() || o.out.empty()) {
-    std::cerr << "acc-analyzer export: DIR and -o OUT are required\n\n" << kUsage;
+    std::cerr << "acc-analyzer export: DIR and -o OUT are required\n\n" << kExportUsage;
     return kExitInput;
   }
   return std::nullopt;

@@ -8,12 +8,6 @@
 
 namespace acc::analyzer {
 
-bool parseNumber(const std::string& s, double& v) {
-  char* end = nullptr;
-  v = std::strtod(s.c_str(), &end);
-  return !s.empty() && end == s.c_str() + s.size() && !std::isnan(v);
-}
-
 void addReportOptions(CLI::App& app, JudgeArgs& a) {
   app.add_flag("--json", a.json);
   app.add_flag("--progress", a.progress);

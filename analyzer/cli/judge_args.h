@@ -6,6 +6,8 @@
 #include <CLI/CLI.hpp>
 
 #include <string>
+
+#include "analyzer/common/text.h"  // parseNumber, which the commands use with these
 #include <vector>
 
 #include "analyzer/report/report_filter.h"
@@ -28,9 +30,6 @@ struct JudgeArgs {
   std::vector<std::pair<std::string, std::string>> threshold_flags;
   std::vector<std::string> positional;  // the recording directories
 };
-
-// A number and nothing else (no NaN).
-bool parseNumber(const std::string& s, double& v);
 
 // Declares the shared options on `app`, filling `a`; the recording
 // directories go to a.positional.

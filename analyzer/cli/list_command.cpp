@@ -15,7 +15,7 @@
 namespace acc::analyzer {
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kListUsage =
     "usage: acc-analyzer list DIR [--json] [--stacks]\n"
     "\n"
     "Prints the records of the recording in DIR (a directory of rank*/ folders,\n"
@@ -28,7 +28,7 @@ constexpr const char* kUsage =
     "Exit codes: 0 listed; 2 usage error, unreadable or damaged recording (the\n"
     "readable records are still listed).\n";
 
-std::string num(double v) { return numberText(v, "%.6g"); }
+std::string num6(double v) { return numberText(v, "%.6g"); }
 
 // The NaN/Inf watch's outcome (manifest "watch", ACC_WATCH=naninf).
 std::string watchText(const nlohmann::json& w) {
@@ -78,8 +78,8 @@ void printHuman(const format::OpRecord& r, const std::map<uint64_t, format::Stac
     if (t.uninitialized) std::printf("  uninitialized memory");
     if (t.has_stats) {
       const format::Stats& s = t.stats;
-      std::printf("  min %s max %s mean %s norm %s", num(s.min).c_str(), num(s.max).c_str(),
-                  num(s.mean).c_str(), num(s.norm).c_str());
+      std::printf("  min %s max %s mean %s norm %s", num6(s.min).c_str(), num6(s.max).c_str(),
+                  num6(s.mean).c_str(), num6(s.norm).c_str());
       if (s.nan_count || s.inf_count) {
         std::printf(" nan %llu inf %llu", static_cast<unsigned long long>(s.nan_count),
                     static_cast<unsigned long long>(s.inf_count));
@@ -100,7 +100,7 @@ void printHuman(const format::OpRecord& r, const std::map<uint64_t, format::Stac
 int listCommand(const std::vector<std::string>& args) {
   std::string dir;
   bool json = false, with_stacks = false;
-  CommandLine cli("list", kUsage);
+  CommandLine cli("list", kListUsage);
   cli.app().add_flag("--json", json);
   cli.app().add_flag("--stacks", with_stacks);
   cli.app().add_option("DIR", dir)->required();

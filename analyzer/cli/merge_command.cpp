@@ -12,7 +12,7 @@
 namespace acc::analyzer {
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kMergeUsage =
     "usage: acc-analyzer merge OUT... [-o MERGED] [options]\n"
     "\n"
     "Joins comparisons of the same two recordings, each of some of their\n"
@@ -42,14 +42,14 @@ constexpr const char* kUsage =
 int mergeCommand(const std::vector<std::string>& argv) {
   JudgeArgs args;
   args.out = "acc_merge";
-  CommandLine cli("merge", kUsage);
+  CommandLine cli("merge", kMergeUsage);
   CLI::App& app = cli.app();
   addReportOptions(app, args);
   addMinCosineOption(app, args);
   app.add_option("OUT", args.positional);
   if (std::optional<int> done = cli.parse(argv)) return *done;
   if (args.positional.empty()) {
-    std::cerr << "acc-analyzer merge: compare report directories expected (OUT...), got none\n\n" << kUsage;
+    std::cerr << "acc-analyzer merge: compare report directories expected (OUT...), got none\n\n" << kMergeUsage;
     return kExitInput;
   }
   ProgressReporter progress(stderr, "merge", args.progress);

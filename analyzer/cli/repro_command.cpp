@@ -23,7 +23,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kUsage =
+constexpr const char* kReproUsage =
     "usage: acc-analyzer repro DIR NAME -o OUT [--step S] [--rank R]\n"
     "\n"
     "Writes a self-contained reproduction of record NAME of the level-2 recording\n"
@@ -94,7 +94,7 @@ nlohmann::json argumentsJson(const format::OpRecord& op, const fs::path& out) {
 
 int reproCommand(const std::vector<std::string>& argv) {
   Options o;
-  CommandLine cli("repro", kUsage);
+  CommandLine cli("repro", kReproUsage);
   CLI::App& app = cli.app();
   app.add_option("-o,--output", o.out);
   for (auto [flag, target] : {std::pair{"--step", &o.step}, std::pair{"--rank", &o.rank}}) {
@@ -109,7 +109,7 @@ int reproCommand(const std::vector<std::string>& argv) {
   app.add_option("NAME", o.name)->required();
   if (std::optional<int> done = cli.parse(argv)) return *done;
   if (o.out.empty()) {
-    std::cerr << "acc-analyzer repro: -o OUT is required (the directory to write the reproduction to)\n\n" << kUsage;
+    std::cerr << "acc-analyzer repro: -o OUT is required (the directory to write the reproduction to)\n\n" << kReproUsage;
     return kExitInput;
   }
   try {

@@ -18,7 +18,7 @@
 namespace acc::analyzer {
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kShowUsage =
     "usage: acc-analyzer show DIR NAME [--rank R] [--step S] [--json]\n"
     "\n"
     "Prints one record of the recording in DIR: op, pass, step, scalar arguments,\n"
@@ -36,7 +36,7 @@ constexpr const char* kUsage =
     "Exit codes: 0 shown; 2 usage error, NAME not found, unreadable or damaged\n"
     "recording (a record that could be read is still shown).\n";
 
-std::string num(double v) { return numberText(v, "%.9g"); }
+std::string num9(double v) { return numberText(v, "%.9g"); }
 
 void printRecord(const format::OpRecord& r, int64_t rank, const format::StackRecord* stack) {
   std::printf("%s  rank %lld  step %lld  record %llu  (%s)\n", r.name.c_str(), static_cast<long long>(rank),
@@ -69,7 +69,7 @@ void printRecord(const format::OpRecord& r, int64_t rank, const format::StackRec
     if (t.has_stats) {
       const format::Stats& s = t.stats;
       std::printf("                  min %s  max %s  mean %s  norm %s  nan %llu  inf %llu  checksum %016llx\n",
-                  num(s.min).c_str(), num(s.max).c_str(), num(s.mean).c_str(), num(s.norm).c_str(),
+                  num9(s.min).c_str(), num9(s.max).c_str(), num9(s.mean).c_str(), num9(s.norm).c_str(),
                   static_cast<unsigned long long>(s.nan_count), static_cast<unsigned long long>(s.inf_count),
                   static_cast<unsigned long long>(s.checksum));
     }
@@ -90,7 +90,7 @@ int showCommand(const std::vector<std::string>& args) {
   std::string dir, name;
   std::optional<int64_t> rank, step;
   bool json = false;
-  CommandLine cli("show", kUsage);
+  CommandLine cli("show", kShowUsage);
   cli.app().add_flag("--json", json);
   for (auto [flag, target] : {std::pair{"--rank", &rank}, std::pair{"--step", &step}}) {
     addChecked(cli.app(), flag, [flag = std::string(flag), target = target](const std::string& v) {

@@ -19,6 +19,10 @@ std::string numberText(double v, const char* format = "%.6g");
 // forward, or outside every module) reads "(top level)".
 std::string moduleLabel(const std::string& module);
 
+// A whole string read as a number (strtod's forms, inf included); false for
+// an empty string, trailing text or nan.
+bool parseNumber(const std::string& s, double& v);
+
 // 512 bytes, 3.4 kB, 1.25 GB (decimal units, three significant digits).
 std::string bytesText(double bytes);
 

@@ -9,7 +9,7 @@ namespace {
 
 // Records are handed over in batches (one lock per batch), and the reader
 // stays at most this many batches ahead: a few thousand records.
-constexpr size_t kBatch = 512;
+constexpr size_t kMetaBatch = 512;
 constexpr size_t kBatchesAhead = 8;
 
 // A records file that cannot be read at all.
@@ -58,7 +58,7 @@ MetaStream::~MetaStream() {
 void MetaStream::readAll(const RankRecording& rank, const std::string& file) {
   std::string problem;
   std::vector<MetaItem> batch;
-  batch.reserve(kBatch);
+  batch.reserve(kMetaBatch);
   uint64_t ordinal = 0;
   try {
     ReadDamage damage = forEachRecord(file, [&](const RawRecord& record) {
@@ -72,7 +72,7 @@ void MetaStream::readAll(const RankRecording& rank, const std::string& file) {
       item.meta = recordMeta(record.decodeOp(false));
       batch.push_back(std::move(item));
       records_.fetch_add(1, std::memory_order_relaxed);
-      if (batch.size() == kBatch) handOver(batch);
+      if (batch.size() == kMetaBatch) handOver(batch);
     });
     if (damage.any()) problem = damage.describe(file);
   } catch (const Stopped&) {
@@ -94,7 +94,7 @@ void MetaStream::handOver(std::vector<MetaItem>& batch) {
   lock.unlock();
   cv_.notify_all();
   batch = std::vector<MetaItem>();
-  batch.reserve(kBatch);
+  batch.reserve(kMetaBatch);
 }
 
 bool MetaStream::next(MetaItem& out) {

@@ -15,7 +15,7 @@
 namespace acc::analyzer {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
 bool hasValues(const TensorPair& p) { return p.has_stats0 && p.has_stats1; }
 
@@ -74,7 +74,7 @@ double denominatorSpread(const RecordComparison& forward) {
     }
     const double lo = p.stats0.min > 0 ? p.stats0.min : p.stats0.max < 0 ? -p.stats0.max : 0;
     const double hi = std::max(std::fabs(p.stats0.min), std::fabs(p.stats0.max));
-    spread = std::max(spread, lo > 0 ? hi / lo : kInf);
+    spread = std::max(spread, lo > 0 ? hi / lo : kInfinity);
   }
   return spread;
 }
@@ -195,8 +195,8 @@ double kernelError(const TensorPair& p, const Thresholds& t) {
 double carriedError(const TensorPair& p) {
   if (p.uninitialized) return 0;
   const TensorMetrics& m = p.metrics;
-  if (!m.compared) return p.verdict == Verdict::Fail ? kInf : 0;
-  if (m.nan_mismatch || m.inf_mismatch) return kInf;
+  if (!m.compared) return p.verdict == Verdict::Fail ? kInfinity : 0;
+  if (m.nan_mismatch || m.inf_mismatch) return kInfinity;
   double e = m.from_stats ? (m.checksum_equal ? 0 : m.stat_error) : m.rel_l2;
   return std::isnan(e) ? 0 : e;
 }

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "analyzer/common/elements.h"
+#include "analyzer/common/text.h"
 
 namespace acc::analyzer {
 namespace {
@@ -46,13 +47,6 @@ bool parsePrecision(const std::string& s, Precision& p) {
     }
   }
   return false;
-}
-
-bool parseNumber(const std::string& s, double& v) {
-  if (s.empty()) return false;
-  char* end = nullptr;
-  v = std::strtod(s.c_str(), &end);
-  return end == s.c_str() + s.size() && !std::isnan(v);
 }
 
 }  // namespace

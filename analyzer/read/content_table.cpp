@@ -10,7 +10,7 @@
 namespace acc::analyzer {
 namespace {
 
-constexpr size_t kBatch = 512;  // contents written at once (about 40 KB)
+constexpr size_t kContentBatch = 512;  // contents written at once (about 40 KB)
 
 // A file that disappears with the process: created and unlinked at once,
 // in $TMPDIR (else /tmp). -1 when it cannot be made.
@@ -111,7 +111,7 @@ bool ContentTable::find(uint64_t id, Content& out) {
 // written together at their ids' offsets (a sparse file).
 void ContentTable::spill(const Content& c) {
   ++spilled_;
-  if (!no_file_ && !batch_.empty() && c.id == batch_.front().id + batch_.size() && batch_.size() < kBatch) {
+  if (!no_file_ && !batch_.empty() && c.id == batch_.front().id + batch_.size() && batch_.size() < kContentBatch) {
     batch_.push_back(c);
     return;
   }

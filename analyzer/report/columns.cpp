@@ -9,7 +9,7 @@ namespace {
 
 // Level 1 leaves some metrics unknown: they are NaN in TensorMetrics and
 // empty cells in the reports.
-std::string metric(const TensorMetrics& m, double v) {
+std::string metricText(const TensorMetrics& m, double v) {
   if (!m.compared) return "";
   if (std::isnan(v) && m.from_stats) return "";
   return numberText(v, "%.9g");
@@ -63,16 +63,16 @@ std::vector<std::string> reportRow(const RecordComparison& r, const TensorPair& 
       format::dtypeName(p.dtype1),
       shapeText(p.shape0),
       shapeText(p.shape1),
-      metric(m, m.cosine),
-      metric(m, m.max_abs),
-      metric(m, m.max_rel),
-      metric(m, m.mean_abs),
-      metric(m, m.rmse),
-      metric(m, m.rel_l2),
-      metric(m, m.within_1e3),
-      metric(m, m.within_5e3),
-      metric(m, m.sign_agree),
-      metric(m, m.max_ulp),
+      metricText(m, m.cosine),
+      metricText(m, m.max_abs),
+      metricText(m, m.max_rel),
+      metricText(m, m.mean_abs),
+      metricText(m, m.rmse),
+      metricText(m, m.rel_l2),
+      metricText(m, m.within_1e3),
+      metricText(m, m.within_5e3),
+      metricText(m, m.sign_agree),
+      metricText(m, m.max_ulp),
       m.compared ? std::to_string(m.nan_mismatch) : "",
       m.compared ? std::to_string(m.inf_mismatch) : "",
       verdictName(p.verdict),
