@@ -42,25 +42,49 @@ const char* firstElement(const at::Tensor& t) {
   return static_cast<const char*>(t.storage().data()) + t.storage_offset() * static_cast<int64_t>(t.element_size());
 }
 
-// Checksum of kSamples elements at evenly spread row-major positions.
+// Checksum of kSamples elements at evenly spread row-major positions
+// (i * (n - 1) / (k - 1)). Every CPU tensor an op meets is sampled, so the
+// positions are stepped without a division each, a contiguous tensor's
+// position is its offset, and the common element sizes are read by a fixed
+// memcpy (no call): a third of what identify() cost per tensor.
 uint64_t sampleOf(const at::Tensor& t) {
   const int64_t n = t.numel();
   if (n == 0) return 0;
-  const size_t size = std::min<size_t>(t.element_size(), 16);
+  const int64_t element = t.element_size();
   const char* base = firstElement(t);
-  const at::IntArrayRef sizes = t.sizes(), strides = t.strides();
   const int64_t k = std::min(n, kSamples);
+  const int64_t parts = k == 1 ? 1 : k - 1, span = k == 1 ? 0 : n - 1;
+  const int64_t step = span / parts, step_rest = span % parts;
+  const bool contiguous = t.is_contiguous();
+  const at::IntArrayRef sizes = t.sizes(), strides = t.strides();
   uint64_t h = 0x9e3779b97f4a7c15ULL;
+  int64_t position = 0, rest = 0;
   for (int64_t i = 0; i < k; ++i) {
-    int64_t rest = k == 1 ? 0 : i * (n - 1) / (k - 1);
-    int64_t offset = 0;
-    for (size_t d = sizes.size(); d-- > 0;) {
-      offset += (rest % sizes[d]) * strides[d];
-      rest /= sizes[d];
+    int64_t offset = position;
+    if (!contiguous) {
+      offset = 0;
+      int64_t left = position;
+      for (size_t d = sizes.size(); d-- > 0;) {
+        offset += (left % sizes[d]) * strides[d];
+        left /= sizes[d];
+      }
     }
+    const char* at = base + offset * element;
     uint64_t v[2] = {0, 0};
-    std::memcpy(v, base + offset * static_cast<int64_t>(t.element_size()), size);
+    switch (element) {
+      case 1: std::memcpy(v, at, 1); break;
+      case 2: std::memcpy(v, at, 2); break;
+      case 4: std::memcpy(v, at, 4); break;
+      case 8: std::memcpy(v, at, 8); break;
+      default: std::memcpy(v, at, static_cast<size_t>(std::min<int64_t>(element, 16))); break;
+    }
     h = mix(h ^ v[0]) + v[1];
+    position += step;
+    rest += step_rest;
+    if (rest >= parts) {
+      rest -= parts;
+      ++position;
+    }
   }
   return mix(h);
 }

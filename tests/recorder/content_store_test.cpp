@@ -8,6 +8,7 @@
 #include <malloc.h>
 
 #include <cstring>
+#include <string>
 
 #include "recorder/capture/content_store.h"
 
@@ -92,6 +93,43 @@ TEST(ContentStoreTest, RawWritesAreCaughtByTheSample) {
   EXPECT_FALSE(c.ref);
   EXPECT_NE(c.id, before);
   EXPECT_EQ(store.countsJson()["sample_mismatches"], 1);
+}
+
+// The sample reads the first and the last element in row-major order (and
+// evenly between): a raw write to either is caught whatever the tensor's
+// element width and layout. The sampled positions are stepped, not divided,
+// and a contiguous tensor's are read as offsets: a transposed, narrowed view
+// checks the strided path, and each width its read.
+TEST(ContentStoreTest, RawWritesToTheFirstOrLastElementAreCaughtInEveryWidthAndLayout) {
+  uint64_t mismatches = 0;
+  for (at::ScalarType dtype : {at::kByte, at::kBFloat16, at::kFloat, at::kDouble, at::kComplexDouble}) {
+    for (bool transposed : {false, true}) {
+      for (bool last : {false, true}) {
+        SCOPED_TRACE(std::string(c10::toString(dtype)) + (transposed ? " transposed" : " contiguous") +
+                     (last ? " last" : " first"));
+        ContentStore store;
+        at::Tensor base = at::arange(40 * 25, at::TensorOptions().dtype(at::kDouble)).reshape({40, 25}).to(dtype);
+        // A transposed, narrowed view ([23, 40]): its row-major order is not
+        // its memory's, and its last element is not where a contiguous one's is.
+        at::Tensor t = transposed ? base.t().narrow(0, 1, 23) : base;
+        ASSERT_EQ(t.is_contiguous(), !transposed);
+        const uint64_t before = record(store, t).id;
+        // The element at t's first or last row-major position, written in
+        // place through memory (no version bump).
+        const int64_t row = last ? t.size(0) - 1 : 0, column = last ? t.size(1) - 1 : 0;
+        const int64_t offset = t.storage_offset() + row * t.stride(0) + column * t.stride(1);
+        std::memset(static_cast<char*>(base.data_ptr()) + offset * base.element_size(), 0xA5, base.element_size());
+        ContentStore::Content c = record(store, t);
+        EXPECT_FALSE(c.ref);
+        EXPECT_NE(c.id, before);
+        EXPECT_EQ(store.countsJson()["sample_mismatches"], 1);
+        mismatches += store.countsJson()["sample_mismatches"].get<uint64_t>();
+        // Unchanged since: referred to again.
+        EXPECT_TRUE(record(store, t).ref);
+      }
+    }
+  }
+  EXPECT_EQ(mismatches, 20u);
 }
 
 TEST(ContentStoreTest, AFreedTensorsAddressIsNotReused) {
