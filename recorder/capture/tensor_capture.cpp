@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <sstream>
+#include <string_view>
 
 #include "recorder/capture/device/device_capture.h"
 #include "recorder/write/record_pool.h"
@@ -14,6 +15,15 @@
 
 namespace acc::recorder {
 namespace {
+
+// The CPU's name as records spell it ("cpu"), made once and never destroyed
+// (ops may still be recorded while the process exits); empty for other
+// devices, whose names Device::str() makes. It built a new string for every
+// CPU tensor.
+std::string_view deviceName(c10::Device d) {
+  static const std::string* const cpu = new std::string(c10::Device(c10::kCPU).str());
+  return d.is_cpu() && !d.has_index() ? std::string_view(*cpu) : std::string_view();
+}
 
 // 17 significant digits, and always recognisable as a float ("1.0", not
 // "1"): replay passes a Scalar argument as the type it had, which decides
@@ -170,7 +180,12 @@ void captureTensorInto(format::Tensor& out, const at::Tensor& t, format::Role ro
   out.position = position;
   out.item = item;
   out.dtype = dtypeOf(t.scalar_type());
-  out.device = t.device().str();
+  const std::string_view name = deviceName(t.device());
+  if (name.empty()) {
+    out.device = t.device().str();
+  } else {
+    out.device.assign(name.data(), name.size());
+  }
   out.shape.assign(t.sizes().begin(), t.sizes().end());
   bool strided = t.layout() == at::kStrided;
   if (strided) out.strides.assign(t.strides().begin(), t.strides().end());
