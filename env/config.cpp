@@ -19,8 +19,11 @@ extern char** environ;
 namespace acc::env {
 namespace {
 
-// Names the recorder ignores but the project's scripts read.
-constexpr const char* kScriptVariables[] = {"ACC_PYTHON", "ACC_BUILD_DIR", "ACC_CMAKE_ARGS"};
+// Names the recorder ignores but the project's scripts and CMake read
+// (README): no warning when set. CI exports ACC_DEBUG_INFO and
+// ACC_UNITY_BUILD to every program it runs.
+constexpr const char* kScriptVariables[] = {"ACC_PYTHON",     "ACC_BUILD_DIR",   "ACC_CMAKE_ARGS", "ACC_BUILD_TARGETS",
+                                            "ACC_DEBUG_INFO", "ACC_UNITY_BUILD"};
 
 std::string trim(const std::string& s) {
   size_t b = s.find_first_not_of(" \t");

@@ -106,6 +106,18 @@ TEST(ConfigErrors, UnknownVariableIsReportedAndRecordingGoesOn) {
   EXPECT_TRUE(exists(dir / "rank0/records.acc"));
 }
 
+// The scripts' and CMake's variables (README) are not the recorder's, and
+// not unknown either: CI exports some to every program it runs.
+TEST(ConfigErrors, TheScriptsVariablesAreIgnoredQuietly) {
+  TempDir dir;
+  RunResult r = recordPython(example("mlp_train.py"), dir.path(),
+                             {{"ACC_DEBUG_INFO", "0"}, {"ACC_UNITY_BUILD", "1"}, {"ACC_BUILD_TARGETS", "acc"},
+                              {"ACC_CMAKE_ARGS", "-DX=1"}, {"MLP_STEPS", "1"}});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.err.find("unknown variable"), std::string::npos) << r.err;
+  EXPECT_TRUE(exists(dir / "rank0/records.acc"));
+}
+
 TEST(ConfigErrors, UnwritableOutputDirIsReportedAndTheProgramRuns) {
   RunResult r = run({{python(), example("mlp_train.py")},
                      {{"ACC_OUTPUT_DIR", "/proc/acc-cannot-write-here"}, {"MLP_STEPS", "1"}},
