@@ -12,6 +12,7 @@
 #include "analyzer/cli/commands.h"
 #include "analyzer/cli/compare_verdict.h"
 #include "analyzer/cli/judge_args.h"
+#include "analyzer/common/text.h"
 #include "analyzer/compare/engine.h"
 #include "analyzer/compare/progress.h"
 #include "analyzer/read/recording.h"

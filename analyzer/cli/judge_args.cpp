@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "analyzer/cli/command_line.h"
+#include "analyzer/common/text.h"
 
 namespace acc::analyzer {
 

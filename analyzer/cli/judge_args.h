@@ -6,8 +6,6 @@
 #include <CLI/CLI.hpp>
 
 #include <string>
-
-#include "analyzer/common/text.h"  // parseNumber, which the commands use with these
 #include <vector>
 
 #include "analyzer/report/report_filter.h"

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstring>
 #include <sstream>
-#include <string_view>
 
 #include "recorder/capture/device/device_capture.h"
 #include "recorder/write/record_pool.h"
@@ -16,13 +15,16 @@
 namespace acc::recorder {
 namespace {
 
-// The CPU's name as records spell it ("cpu"), made once and never destroyed
-// (ops may still be recorded while the process exits); empty for other
-// devices, whose names Device::str() makes. It built a new string for every
-// CPU tensor.
-std::string_view deviceName(c10::Device d) {
+// A device's name as records spell it ("cpu", "cuda:0"). The CPU's is copied
+// from one string made once and never destroyed (ops may still be recorded
+// while the process exits): Device::str() built a new one for every tensor.
+void assignDeviceName(std::string& out, c10::Device d) {
   static const std::string* const cpu = new std::string(c10::Device(c10::kCPU).str());
-  return d.is_cpu() && !d.has_index() ? std::string_view(*cpu) : std::string_view();
+  if (d.is_cpu() && !d.has_index()) {
+    out = *cpu;
+  } else {
+    out = d.str();
+  }
 }
 
 // 17 significant digits, and always recognisable as a float ("1.0", not
@@ -180,12 +182,7 @@ void captureTensorInto(format::Tensor& out, const at::Tensor& t, format::Role ro
   out.position = position;
   out.item = item;
   out.dtype = dtypeOf(t.scalar_type());
-  const std::string_view name = deviceName(t.device());
-  if (name.empty()) {
-    out.device = t.device().str();
-  } else {
-    out.device.assign(name.data(), name.size());
-  }
+  assignDeviceName(out.device, t.device());
   out.shape.assign(t.sizes().begin(), t.sizes().end());
   bool strided = t.layout() == at::kStrided;
   if (strided) out.strides.assign(t.strides().begin(), t.strides().end());
