@@ -77,6 +77,19 @@ void BM_TensorStatsStrided(benchmark::State& state) {
   setBytes(state, t);
 }
 
+// A transposed square weight (side x side), as linear's backward reads it:
+// up to 32,768 elements such views are read in place through a small
+// buffer; larger ones are copied by contiguous() first.
+void BM_TensorStatsTransposed(benchmark::State& state) {
+  at::manual_seed(0);
+  at::Tensor t = at::randn({state.range(0), state.range(0)}).t();
+  for (auto _ : state) {
+    acc::format::Stats s = acc::recorder::tensorStats(t);
+    benchmark::DoNotOptimize(s);
+  }
+  setBytes(state, t);
+}
+
 // One tensor argument as the observer records it, metadata only (level 0),
 // with statistics (1) and with data (2).
 void BM_CaptureTensor(benchmark::State& state) {
@@ -106,6 +119,7 @@ BENCHMARK(BM_HostAllFinite)->ArgNames({"numel", "bits"})->ArgsProduct({{1 << 10,
 BENCHMARK(BM_TensorStats)->ACC_SIZES;
 BENCHMARK(BM_TensorStatsAten)->ACC_SIZES;
 BENCHMARK(BM_TensorStatsStrided)->Arg(14)->Arg(56);
+BENCHMARK(BM_TensorStatsTransposed)->Arg(64)->Arg(256)->Arg(257);
 BENCHMARK(BM_CaptureTensor)
     ->ArgNames({"numel", "level"})
     ->Args({1 << 10, 0})->Args({1 << 10, 1})->Args({1 << 10, 2})

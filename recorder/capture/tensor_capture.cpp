@@ -1,10 +1,10 @@
 #include "recorder/capture/tensor_capture.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdint>
 #include <cmath>
 #include <cstring>
-#include <sstream>
 
 #include "recorder/capture/device/device_capture.h"
 #include "recorder/write/record_pool.h"
@@ -30,13 +30,15 @@ void assignDeviceName(std::string& out, c10::Device d) {
 // 17 significant digits, and always recognisable as a float ("1.0", not
 // "1"): replay passes a Scalar argument as the type it had, which decides
 // type promotion (an int tensor plus 1 stays int, plus 1.0 does not).
+// to_chars writes what printf's %.17g (and a stream at precision 17) writes,
+// without a stream's locale and allocations: a microsecond an op with
+// scalars (AdamW's every step) before.
 std::string doubleText(double v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  std::ostringstream s;
-  s.precision(17);
-  s << v;
-  std::string text = s.str();
+  char buffer[32];
+  char* end = std::to_chars(buffer, buffer + sizeof buffer, v, std::chars_format::general, 17).ptr;
+  std::string text(buffer, end);
   if (text.find_first_of(".e") == std::string::npos) text += ".0";
   return text;
 }
@@ -216,7 +218,9 @@ void captureValue(const c10::IValue& value, format::Role role, uint32_t position
     // 2.x each guard copies and rebuilds the thread's callback list twice,
     // about a microsecond per record.
     const bool only_batched = capture.batch != nullptr && level < 2 && !t.device().is_cpu() && !capture.constant;
-    if (values && !content.ref && !capture.guard.held() && !statsReadInPlace(t) && !only_batched) {
+    // Level 2 copies a strided view by contiguous(), an op.
+    const bool in_place = statsReadInPlace(t) && (level < 2 || t.is_contiguous());
+    if (values && !content.ref && !capture.guard.held() && !in_place && !only_batched) {
       capture.guard.need();
     }
     // A content an earlier record (or tensor) holds: metadata and its id.

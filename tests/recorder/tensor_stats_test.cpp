@@ -366,6 +366,72 @@ TEST_F(TensorStatsTest, ResultsDoNotDependOnThreadCount) {
   expectAgree(one, tensorStatsAten(t));
 }
 
+// NaNs and infinities in every lane of the vector pass's body, not only in
+// its scalar tail: counted one by one.
+TEST_F(TensorStatsTest, NaNsAndInfinitiesInEveryLaneAreCounted) {
+  for (at::ScalarType type : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16}) {
+    SCOPED_TRACE(c10::toString(type));
+    at::Tensor t = at::rand({4099}, at::kDouble);
+    uint64_t nans = 0, infs = 0;
+    for (int64_t i = 3; i < 4096; i += 37) {
+      t[i].fill_(i % 3 == 0 ? kNaN : (i % 3 == 1 ? kInf : -kInf));
+      (i % 3 == 0 ? nans : infs) += 1;
+    }
+    t = t.to(type);
+    Stats fused = tensorStatsFused(t);
+    EXPECT_EQ(fused.nan_count, nans);
+    EXPECT_EQ(fused.inf_count, infs);
+    EXPECT_EQ(fused.checksum, referenceChecksum(t));
+    // Without the NaNs: min, max and the sums over the infinities.
+    at::Tensor finite_or_inf = at::where(at::isnan(t), at::zeros_like(t), t);
+    Stats f = tensorStatsFused(finite_or_inf);
+    EXPECT_EQ(f.nan_count, 0u);
+    EXPECT_EQ(f.inf_count, infs);
+    EXPECT_EQ(f.min, -kInf);
+    EXPECT_EQ(f.max, kInf);
+  }
+}
+
+// The seven values of the fused pass's buffer, bit for bit.
+std::vector<uint64_t> passBits(const at::Tensor& t) {
+  double values[kDeviceStatsSize];
+  fusedStatsInto(t, values);
+  std::vector<uint64_t> bits(kDeviceStatsSize);
+  std::memcpy(bits.data(), values, sizeof values);
+  return bits;
+}
+
+// A strided view is read where it lies, through a buffer, in row-major
+// order: exactly what its contiguous copy gives, sums included, for views
+// of every shape (transposed, every third column, broadcast, permuted) and
+// sizes around the buffer's 1,024 elements and the 32,768 up to which views
+// are read in place.
+TEST_F(TensorStatsTest, StridedViewsGiveExactlyTheirContiguousCopysStatistics) {
+  const std::vector<at::ScalarType> types = {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16,
+                                             at::kInt, at::kLong, at::kShort, at::kChar, at::kByte, at::kBool};
+  const std::vector<std::vector<int64_t>> shapes = {{3, 5}, {32, 32}, {33, 31}, {41, 53}, {180, 182}, {128, 256}, {300, 300}};
+  for (at::ScalarType type : types) {
+    for (const auto& shape : shapes) {
+      SCOPED_TRACE(std::string(c10::toString(type)) + " " + std::to_string(shape[0]) + "x" + std::to_string(shape[1]));
+      at::Tensor t = (at::randn(shape, at::kDouble) * 100).to(type);
+      const std::vector<at::Tensor> views = {
+          t.t(), t.slice(1, 0, t.size(1), 3), t.slice(0, 1, t.size(0), 2).t(),
+          t.select(1, 2).unsqueeze(1).expand({t.size(0), 7}),
+          t.reshape({-1}).slice(0, 0, t.numel() - t.numel() % 4).view({-1, 2, 2}).permute({2, 0, 1})};
+      for (const at::Tensor& view : views) {
+        if (view.is_contiguous()) continue;  // a single row (3 x 5, every second row of 2)
+        EXPECT_EQ(statsReadInPlace(view), view.numel() <= 32768);
+        EXPECT_EQ(passBits(view), passBits(view.contiguous()));
+        EXPECT_EQ(tensorStatsFused(view).checksum, referenceChecksum(view));
+      }
+    }
+  }
+  at::Tensor large = at::rand({300, 300}).t();
+  EXPECT_FALSE(statsReadInPlace(large));
+  EXPECT_TRUE(statsReadInPlace(at::rand({300, 300})));
+  EXPECT_FALSE(statsReadInPlace(at::zeros({4, 4}, at::kComplexFloat)));
+}
+
 TEST_F(TensorStatsTest, TensorStatsDispatchesCpuToFused) {
   at::Tensor t = randomFloat(at::kFloat);
   Stats a = tensorStats(t);

@@ -23,9 +23,10 @@ format::Stats tensorStatsAten(const at::Tensor& t);  // blocking: deviceStats, t
 // tensor (fused_stats.h). tensorStatsFused() is statsFromBuffer() of it.
 void fusedStatsInto(const at::Tensor& cpu_tensor, double* out);
 
-// Whether tensorStats(t) reads t's memory in place and calls no op: a
-// contiguous CPU tensor of a type the fused pass scans. (Complex tensors,
-// copies of views and ATen's path call ops.)
+// Whether tensorStats(t) reads t's memory in place and calls no op: a CPU
+// tensor of a type the fused pass scans (fused_pass.cpp), contiguous or a
+// strided view of up to 32,768 elements. (Complex tensors, copies of larger
+// views and ATen's path call ops.)
 bool statsReadInPlace(const at::Tensor& t);
 
 // The statistics of `t` as kDeviceStatsSize float64 values on t's device
