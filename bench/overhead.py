@@ -204,7 +204,7 @@ def run_once(args, python, script_path, config, run_index, out_root):
         command = [python, "-c", FLOOR_RUNNER, floor_lib(args), script_path]
     elif config["level"] is not None:
         out_dir = os.path.join(out_root, f"{config['name'].replace(' ', '')}-run{run_index}")
-        preload = ":".join(p for p in (args.lib, env.get("LD_PRELOAD", "")) if p)
+        preload = ":".join(p for p in (config.get("lib", args.lib), env.get("LD_PRELOAD", "")) if p)
         acc = {"LD_PRELOAD": preload, "ACC_ENABLE": "1", "ACC_OUTPUT_DIR": out_dir, "ACC_QUIET": "1"}
         if config["level"] == "watch":
             acc["ACC_WATCH"] = "naninf"
@@ -389,7 +389,9 @@ def main(argv):
                              "default)")
     parser.add_argument("--batch", type=int, default=8, help="RESNET_BATCH (default 8)")
     parser.add_argument("--size", type=int, default=112, help="RESNET_SIZE, image side (default 112)")
-    parser.add_argument("--lib", help="libacc.so to preload (default ./build/lib/libacc.so in the repo)")
+    parser.add_argument("--lib", action="append",
+                        help="libacc.so to preload (default ./build/lib/libacc.so in the repo); twice to time two "
+                             "builds in the same rounds (their rows end in [lib 1] and [lib 2])")
     parser.add_argument("--keep", metavar="DIR", help="keep the recordings in DIR (new or empty) "
                                                       "instead of a temporary directory")
     parser.add_argument("--interleave", action="store_true",
@@ -431,9 +433,14 @@ def main(argv):
     script_path = args.script if os.path.isabs(args.script) else os.path.join(REPO, args.script)
     if not os.path.isfile(script_path):
         usage_error(parser, f"--script: {script_path} does not exist")
-    args.lib = os.path.abspath(args.lib) if args.lib else os.path.join(REPO, DEFAULT_LIB)
-    if levels and not os.path.isfile(args.lib):
-        usage_error(parser, f"libacc.so not found at {args.lib}; build acc (scripts/setup.sh) or pass --lib")
+    libs = [os.path.abspath(lib) for lib in args.lib] if args.lib else [os.path.join(REPO, DEFAULT_LIB)]
+    if len(libs) > 2:
+        usage_error(parser, "--lib: at most two builds")
+    for lib in libs if levels else []:
+        if not os.path.isfile(lib):
+            usage_error(parser, f"libacc.so not found at {lib}; build acc (scripts/setup.sh) or pass --lib")
+    # The first build's: the floor, the test device and the reference source.
+    args.lib = libs[0]
     if args.device == "testdev" and not os.path.isfile(device_env(args)["TESTDEV_LIB"]):
         usage_error(parser, f"--device testdev: {device_env(args)['TESTDEV_LIB']} not found; build the tests")
     if args.keep and os.path.exists(args.keep) and (not os.path.isdir(args.keep) or os.listdir(args.keep)):
@@ -447,8 +454,12 @@ def main(argv):
     if "floor" in levels and not os.path.isfile(floor_lib(args)):
         usage_error(parser, f"--levels floor: {floor_lib(args)} not found; build bench/ (cmake --build build)")
     names = {"watch": "watch naninf", "floor": "floor", "reference": "ACC_REFERENCE"}
-    configs = [{"name": "unrecorded", "level": None}] + \
-              [{"name": names.get(lv, f"level {lv}"), "level": lv} for lv in levels]
+    configs = [{"name": "unrecorded", "level": None}]
+    configs += [{"name": "floor", "level": lv} for lv in levels if lv == "floor"]
+    for k, lib in enumerate(libs):
+        suffix = f" [lib {k + 1}]" if len(libs) > 1 else ""
+        configs += [{"name": names.get(lv, f"level {lv}") + suffix, "level": lv, "lib": lib}
+                    for lv in levels if lv != "floor"]
     passed_acc = sorted(f"{k}={v}" for k, v in os.environ.items()
                         if k.startswith("ACC_") and k not in RUNNER_VARIABLES and k != "ACC_PYTHON")
     command_line = " ".join(shlex.quote(x) for x in [sys.executable, os.path.abspath(__file__)] + argv)
@@ -496,9 +507,11 @@ def main(argv):
         load_end = os.getloadavg()[0]
         per_step = all(r["step_times"] for runs in results.values() for r in runs)
         rows = [summarize(c, results[c["name"]], per_step) for c in configs]
+        for r, c in zip(rows, configs):
+            r["lib"] = c.get("lib")
         base = rows[0]["median"]
-        level1 = next((r for r in rows if r["level"] == 1), None)
         for r in rows:
+            level1 = next((l1 for l1 in rows if l1["level"] == 1 and l1["lib"] == r["lib"]), None)
             r["ratio"] = r["median"] / base if base > 0 else float("nan")
             # Interleaved: each round's run against the same round's
             # unrecorded (and, for ACC_REFERENCE, level-1) run, the median
@@ -541,6 +554,7 @@ def main(argv):
             "torch_threads": info["threads"],
             "torch_interop_threads": info["interop_threads"],
             "lib": args.lib if levels else None,
+            "libs": libs if levels else [],
             "steps": args.steps,
             "threads": args.threads,
             "optim": args.optim,
@@ -570,7 +584,8 @@ def main(argv):
             print(f"workload:   {report['script']} {workload}, {args.repeats} runs per configuration"
                   + (" (interleaved)" if args.interleave else ""))
             if levels:
-                print(f"recorder:   LD_PRELOAD={args.lib}"
+                print("recorder:   " + ", ".join(f"LD_PRELOAD={lib}" + (f" [lib {k + 1}]" if len(libs) > 1 else "")
+                                             for k, lib in enumerate(libs))
                       + (f" with {' '.join(passed_acc)}" if passed_acc else ""))
             print(f"timing:     {timing_note}")
             print(f"each run:   {rows[-1]['command']}")
