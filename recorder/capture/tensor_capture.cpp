@@ -31,8 +31,9 @@ void assignDeviceName(std::string& out, c10::Device d) {
 // "1"): replay passes a Scalar argument as the type it had, which decides
 // type promotion (an int tensor plus 1 stays int, plus 1.0 does not).
 // to_chars writes what printf's %.17g (and a stream at precision 17) writes,
-// without a stream's locale and allocations: a microsecond an op with
-// scalars (AdamW's every step) before.
+// without a stream's locale and allocations: the stream took about 5% of
+// acc's time on the op thread of a transformer LM trained with AdamW,
+// whose every update op carries scalars (perf, November 2026).
 std::string doubleText(double v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
