@@ -453,7 +453,7 @@ def main(argv):
 
     if "floor" in levels and not os.path.isfile(floor_lib(args)):
         usage_error(parser, f"--levels floor: {floor_lib(args)} not found; build bench/ (cmake --build build)")
-    names = {"watch": "watch naninf", "floor": "floor", "reference": "ACC_REFERENCE"}
+    names = {"watch": "watch naninf", "reference": "ACC_REFERENCE"}
     configs = [{"name": "unrecorded", "level": None}]
     configs += [{"name": "floor", "level": lv} for lv in levels if lv == "floor"]
     for k, lib in enumerate(libs):

@@ -361,11 +361,15 @@ bool withScanType(at::ScalarType type, F&& f) {
   }
 }
 
+// Whether the pass reads `t` where it lies: contiguous, or a view small
+// enough for the buffer to beat a copy.
+bool readWhereItLies(const at::Tensor& t) { return t.is_contiguous() || t.numel() <= kStridedLimit; }
+
 }  // namespace
 
 void fusedStatsInto(const at::Tensor& cpu_tensor, double* out) {
   at::Tensor t = cpu_tensor.is_complex() ? at::view_as_real(cpu_tensor) : cpu_tensor;
-  if (!t.is_contiguous() && t.numel() > kStridedLimit) t = t.contiguous();
+  if (!readWhereItLies(t)) t = t.contiguous();
   const bool scanned = withScanType(t.scalar_type(), [&](auto type) {
     fused<typename decltype(type)::Element, typename decltype(type)::Bits>(t, out);
   });
@@ -382,8 +386,8 @@ format::Stats tensorStatsFused(const at::Tensor& cpu_tensor) {
 }
 
 bool statsReadInPlace(const at::Tensor& t) {
-  return t.device().is_cpu() && t.layout() == at::kStrided &&
-         (t.is_contiguous() || t.numel() <= kStridedLimit) && withScanType(t.scalar_type(), [](auto) {});
+  return t.device().is_cpu() && t.layout() == at::kStrided && readWhereItLies(t) &&
+         withScanType(t.scalar_type(), [](auto) {});
 }
 
 }  // namespace acc::recorder
