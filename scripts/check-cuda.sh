@@ -19,8 +19,13 @@ if ! "$python" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() el
   echo "check-cuda: $python's torch sees no CUDA device" >&2
   exit 2
 fi
-lib=$build/lib/libacc.so analyzer=$build/bin/acc-analyzer
-[[ -f $lib && -x $analyzer ]] || { echo "check-cuda: no $lib or $analyzer: build first" >&2; exit 2; }
+lib=$build/lib/libacc.so analyzer=$build/bin/acc-analyzer replay=$build/bin/acc-replay
+# check's replay stage runs in acc-replay: without it the last checks fail
+# minutes in, after the recordings (as on an H100 with only acc, acc_core
+# and acc-analyzer built).
+for f in "$lib" "$analyzer" "$replay"; do
+  [[ -e $f ]] || { echo "check-cuda: no $f: build first (scripts/setup.sh, or the targets acc acc-analyzer acc-replay)" >&2; exit 2; }
+done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export STEPS=3 LAYERS=4 WIDTH=256 BATCH=64 ACC_QUIET=1

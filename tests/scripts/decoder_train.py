@@ -24,6 +24,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.join(HERE, "..", "accelerator")]
 from device_train import cuda_counters  # noqa: E402
+from engine_backward import engine_backward  # noqa: E402
 
 
 class Block(torch.nn.Module):
@@ -99,7 +100,7 @@ def main():
                 loss = torch.nn.functional.cross_entropy(logits, tokens[:, 1:].reshape(-1))
             else:  # cross_entropy fails on the test accelerator (torch 1.13): the same loss from its parts
                 loss = -logits.log_softmax(-1).gather(1, tokens[:, 1:].reshape(-1, 1)).mean()
-            loss.backward()
+            engine_backward(loss)  # loss.backward(), see engine_backward.py
             optimizer.step()
             value = loss.item()  # waits for the device: the step is done
             print(f"step {step} loss {value:.17g} time {time.perf_counter() - start:.6f}", flush=True)

@@ -37,6 +37,7 @@ import time
 import torch
 
 import wrong_ops
+from engine_backward import engine_backward
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "accelerator"))
 
@@ -84,8 +85,8 @@ def settle_autograd_thread(device):
     GIL of a finalizing interpreter and the process aborts ("terminate called
     without an active exception", seen about one run in fifteen on the test
     accelerator). Its last task is then this one, which holds no Python
-    object."""
-    torch.ones(1, device=device, requires_grad=True).sum().backward()
+    object (engine_backward.py: nor torch 2.15's stashed context)."""
+    engine_backward(torch.ones(1, device=device, requires_grad=True).sum())
 
 
 @contextlib.contextmanager
@@ -119,7 +120,7 @@ def train(model, x, target, steps):
         start = time.perf_counter()
         optimizer.zero_grad()
         loss = torch.nn.functional.mse_loss(model(x), target)
-        loss.backward()
+        engine_backward(loss)  # loss.backward(), see engine_backward.py
         optimizer.step()
         value = loss.item()  # waits for the device: the step is done
         print(f"step {step} loss {value:.17g} time {time.perf_counter() - start:.6f}", flush=True)

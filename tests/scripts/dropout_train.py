@@ -24,6 +24,8 @@ import sys
 
 import torch
 
+from engine_backward import engine_backward
+
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "accelerator"))
 
 VOCAB, WIDTH, HEADS, SEQ = 64, 32, 2, 16
@@ -87,7 +89,7 @@ def main():
         hidden = model["block"](model["embed"](tokens[:, :-1]), mask)
         logits = model["head"](hidden)
         loss = -(torch.log_softmax(logits, dim=-1) * targets).sum(-1).mean()
-        loss.backward()
+        engine_backward(loss)  # loss.backward(), see engine_backward.py
         optimizer.step()
         print(f"step {step} loss {loss.item():.17g}", flush=True)
     return 0
