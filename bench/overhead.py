@@ -120,7 +120,10 @@ def clean_env():
 
 LEVEL_TOKENS = ("0", "1", "2", "watch", "0+grads", "1+grads", "2+grads", "floor", "reference")
 # Runs a script with the floor's callback loaded: argv = library, script.
-FLOOR_RUNNER = ("import runpy, sys, torch; torch.ops.load_library(sys.argv[1]); sys.argv = sys.argv[2:]; "
+# The script's folder first on sys.path, as `python script.py` puts it
+# (device_train.py imports its neighbours).
+FLOOR_RUNNER = ("import os, runpy, sys, torch; torch.ops.load_library(sys.argv[1]); sys.argv = sys.argv[2:]; "
+                "sys.path.insert(0, os.path.dirname(os.path.abspath(sys.argv[0]))); "
                 "runpy.run_path(sys.argv[0], run_name='__main__')")
 
 

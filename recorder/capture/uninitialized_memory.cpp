@@ -60,6 +60,13 @@ void UninitializedMemory::written(const at::Tensor& t) {
   size_.store(storages_.size(), std::memory_order_relaxed);
 }
 
+void UninitializedMemory::sweepSometimes() {
+  if (calls_.fetch_add(1, std::memory_order_relaxed) % kSweepEvery != kSweepEvery - 1) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  dropExpired();
+  size_.store(storages_.size(), std::memory_order_relaxed);
+}
+
 void UninitializedMemory::dropExpired() {
   for (auto it = storages_.begin(); it != storages_.end();) {
     if (it->second.expired()) {

@@ -24,6 +24,13 @@ class UninitializedMemory {
   void written(const at::Tensor& t);
   // Lock-free: lets every op skip the lookups while nothing is tracked.
   bool empty() const { return size_.load(std::memory_order_relaxed) == 0; }
+  // Called by each op that finds the map not empty: every kSweepEvery
+  // calls, entries whose storage was freed unwritten are dropped, so that
+  // empty() turns true again. On torch 1.13 every record_function scope
+  // (the optimizer's zero_grad and step) makes its handle with a top-level
+  // empty and frees it unwritten: without this, every op of the LM looked
+  // its inputs up for the rest of the run.
+  void sweepSometimes();
 
  private:
   static const c10::StorageImpl* key(const at::Tensor& t);
@@ -36,6 +43,8 @@ class UninitializedMemory {
   // op's inputs are looked up, and a dead entry (swept only on the next add
   // or write) would otherwise make each of those lookups take the mutex.
   static constexpr size_t kBuckets = 1024;
+  static constexpr uint32_t kSweepEvery = 64;
+  std::atomic<uint32_t> calls_{0};
   std::array<std::atomic<uint32_t>, kBuckets> filter_{};
 
   mutable std::mutex mu_;

@@ -244,6 +244,7 @@ void captureAll(Session& s, c10::ArrayRef<const c10::IValue> values, Role role, 
 void noteWrites(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
   UninitializedMemory& memory = s.uninitialized();
   if (memory.empty()) return;
+  memory.sweepSometimes();
   c10::ArrayRef<const c10::IValue> inputs = fn.inputs();
   const OpWrites* writes = nullptr;  // looked up only when needed
   // False once the op's schema turned out unknown: nothing more to learn.
