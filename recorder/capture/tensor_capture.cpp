@@ -140,9 +140,9 @@ void recordAsDelta(const at::Tensor& t, format::Tensor& out, ContentStore& conte
 }  // namespace
 
 bool outputsUninitialized(std::string_view op) {
-  static const char* const kOps[] = {"aten::empty", "aten::empty_like", "aten::empty_strided",
-                                     "aten::new_empty", "aten::new_empty_strided"};
-  for (const char* name : kOps) {
+  static constexpr std::string_view kOps[] = {"aten::empty", "aten::empty_like", "aten::empty_strided",
+                                              "aten::new_empty", "aten::new_empty_strided"};
+  for (std::string_view name : kOps) {
     if (op == name) return true;
   }
   return false;
