@@ -7,8 +7,10 @@ test accelerator (tests/accelerator, a PrivateUse1 device whose kernels are
 the CPU's), each unrecorded and at each level, and prints both ratios side
 by side with what recording costs the device: the kernels acc adds (each a
 launch on a real device), per record and per device tensor summarised, the
-host synchronisations (none may be added), and the peaks of host memory and
-of the device's own memory.
+host synchronisations (none may be added), the peaks of host memory and
+of the device's own memory, and the megabytes a step the statistics read on
+the device (manifest device_stats.bytes: on a GPU, level 1's device time is
+at least that over the statistics kernel's read rate).
 
 On a real device a launch costs the host microseconds; the test device can
 charge it (--launch-us N, spent on the calling thread as a driver does) and
@@ -62,7 +64,7 @@ def main(argv):
     a = accelerator
     header = (f"{'configuration':<14} {'cpu s/step':>11} {'cpu ratio':>10} {a + ' s/step':>15} {a + ' ratio':>14} "
               f"{'kernels':>8} {'+/op':>6} {'+/tensor':>9} {'syncs':>6} {'host MB cpu':>12} {'host MB ' + a:>15} "
-              f"{a + ' MB':>11}")
+              f"{a + ' MB':>11} {'stats MB/step':>14}")
     print(header)
     for name in rows["cpu"]:
         c, d = rows["cpu"][name], rows[accelerator][name]
@@ -70,7 +72,7 @@ def main(argv):
               f"{cell(d.get('device_kernels'), 'd'):>8} {cell(d.get('kernels_per_op'), '.2f'):>6} "
               f"{cell(d.get('kernels_per_tensor'), '.2f'):>9} {cell(d.get('device_syncs'), 'd'):>6} "
               f"{cell(c.get('peak_rss_mb'), '.0f'):>12} {cell(d.get('peak_rss_mb'), '.0f'):>15} "
-              f"{cell(d.get('device_peak_mb'), '.1f'):>11}")
+              f"{cell(d.get('device_peak_mb'), '.1f'):>11} {cell(d.get('stats_read_per_step_mb'), '.1f'):>14}")
     return 0
 
 

@@ -317,6 +317,7 @@ def summarize(config, runs, per_step):
         for key in ("dropped", "capture_errors", "bytes", "ops_seen", "recorded"):
             row[key] = counts[-1].get(key)
         row["device_tensors"] = runs[-1]["manifest"].get("device_stats", {}).get("tensors")
+        row["device_stats_bytes"] = runs[-1]["manifest"].get("device_stats", {}).get("bytes")
     else:
         row["records_written"] = None
     return row
@@ -330,7 +331,7 @@ def format_table(rows, per_step):
         header.append("above floor us/op")
     device = any(r.get("device_kernels") is not None or r.get("device_peak_mb") is not None for r in rows)
     if device:
-        header += ["device peak MB", "kernels", "+/op", "+/tensor", "syncs"]
+        header += ["device peak MB", "kernels", "+/op", "+/tensor", "syncs", "stats read MB/step"]
     header.append("records written")
     lines = []
     for r in rows:
@@ -347,7 +348,7 @@ def format_table(rows, per_step):
         if device:
             cells += [device_cell(r.get("device_peak_mb"), ".1f"), device_cell(r.get("device_kernels"), "d"),
                       device_cell(r.get("kernels_per_op"), ".2f"), device_cell(r.get("kernels_per_tensor"), ".2f"),
-                      device_cell(r.get("device_syncs"), "d")]
+                      device_cell(r.get("device_syncs"), "d"), device_cell(r.get("stats_read_per_step_mb"), ".1f")]
         lines.append(cells + [written])
     widths = [max(len(h), *(len(l[i]) for l in lines)) for i, h in enumerate(header)]
     out = []
@@ -531,6 +532,10 @@ def main(argv):
                 r["ops_per_step"] = ops_per_step
                 r["per_op_ns"] = (r["median"] - base) / ops_per_step * 1e9 if per_step else None
                 r["bytes_per_step"] = (r.get("bytes") or 0) / args.steps
+                if r.get("device_stats_bytes") is not None:
+                    # What the statistics read on the device: on a GPU, level
+                    # 1's device time is at least this over the kernel's rate.
+                    r["stats_read_per_step_mb"] = r["device_stats_bytes"] / args.steps / 1e6
                 floor = next((f for f in rows if f["level"] == "floor"), None)
                 if floor is not None and per_step:
                     r["above_floor_us_per_op"] = (r["median"] - floor["median"]) / ops_per_step * 1e6

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <memory>
 
 #include "tests/accelerator/device_train_env.h"
@@ -72,14 +73,29 @@ TEST(Accelerator, RecordsNameTheDeviceAndAreComplete) {
   for (const auto& d : manifest["devices"]) device_seen |= d.get<std::string>().find("cpu") == std::string::npos;
   EXPECT_TRUE(device_seen) << manifest["devices"].dump();
   size_t device_tensors = 0;
+  // The bytes the statistics read: every device tensor summarised, each
+  // time it was; a content seen before (the same content id) is not read
+  // again, nor an output a fill op gives its statistics by name
+  // (zeros_like: all 0).
+  const std::set<std::string> fills = {"aten::zero_", "aten::zeros", "aten::zeros_like", "aten::new_zeros",
+                                        "aten::ones",  "aten::ones_like", "aten::new_ones", "aten::fill_"};
+  std::set<uint64_t> contents;
+  uint64_t summarised_bytes = 0;
   for (const auto& rec : r.rec.records) {
     for (const auto& t : rec.tensors) {
       if (t.device.rfind("cpu", 0) == 0) continue;
       ++device_tensors;
       EXPECT_TRUE(t.has_stats || t.uninitialized) << rec.name;
+      if (!t.has_stats || (t.role == format::Role::Output && fills.count(rec.op) != 0)) continue;
+      if (t.content != 0 && !contents.insert(t.content).second) continue;
+      uint64_t elements = 1;
+      for (int64_t n : t.shape) elements *= static_cast<uint64_t>(n);
+      summarised_bytes += elements * format::dtypeSize(t.dtype);
     }
   }
   EXPECT_GT(device_tensors, 50u);
+  EXPECT_GT(summarised_bytes, 0u);
+  EXPECT_EQ(manifest["device_stats"]["bytes"].get<uint64_t>(), summarised_bytes) << manifest["device_stats"].dump();
   // Module paths on the device too: the Sequential's GELUs sit at odd
   // indices, forward and backward.
   size_t gelus = 0;

@@ -179,6 +179,7 @@ void StatsBatch::protectLocked(const std::vector<const void*>& storages) {
     }
     const at::Tensor values = fusedStats(tensors);
     ++counts_.early;
+    for (const at::Tensor& t : tensors) counts_.bytes += t.nbytes();
     for (size_t k = 0; k < on_storages.size(); ++k) {
       Waiting& w = waiting_[on_storages[k]];
       w.summary = values.narrow(0, static_cast<int64_t>(row[k]), 1);  // a view: no launch
@@ -249,6 +250,7 @@ void StatsBatch::launchLocked() {
       slot.index = static_cast<uint32_t>(static_cast<FusedStats&>(*part->kernels).addSummary(w.summary, w.elements));
     } else {
       slot.index = static_cast<uint32_t>(part->kernels->add(w.tensor));
+      counts_.bytes += w.tensor.nbytes();
     }
   }
   for (StatsFlight::Part& p : flight->parts_) {
@@ -284,8 +286,8 @@ StatsBatchCounts StatsBatch::counts() const {
 
 nlohmann::json StatsBatch::countsJson() const {
   const StatsBatchCounts c = counts();
-  nlohmann::json j = {{"batches", c.batches}, {"tensors", c.tensors}, {"copies", c.copies}, {"early", c.early},
-                      {"stale", c.stale},     {"failed", c.failed}};
+  nlohmann::json j = {{"batches", c.batches}, {"tensors", c.tensors}, {"bytes", c.bytes}, {"copies", c.copies},
+                      {"early", c.early},     {"stale", c.stale},     {"failed", c.failed}};
   if (std::string kernel = cudaStatsKernel(); !kernel.empty()) j["cuda_kernel"] = std::move(kernel);
   return j;
 }

@@ -89,6 +89,7 @@ struct StatsTicket {
 struct StatsBatchCounts {
   uint64_t batches = 0;   // launched
   uint64_t tensors = 0;   // summarised
+  uint64_t bytes = 0;     // of the tensors summarised: what the statistics read on the device
   uint64_t copies = 0;    // waiting tensors copied before an op wrote into them
   uint64_t early = 0;     // launches summarising waiting tensors before an op wrote into them (one per op)
   uint64_t stale = 0;     // changed behind the dispatcher before their batch ran: no statistics
