@@ -316,8 +316,9 @@ def summarize(config, runs, per_step):
         row["records_written_all_runs"] = written
         for key in ("dropped", "capture_errors", "bytes", "ops_seen", "recorded"):
             row[key] = counts[-1].get(key)
-        row["device_tensors"] = runs[-1]["manifest"].get("device_stats", {}).get("tensors")
-        row["device_stats_bytes"] = runs[-1]["manifest"].get("device_stats", {}).get("bytes")
+        device_stats = runs[-1]["manifest"].get("device_stats", {})
+        row["device_tensors"] = device_stats.get("tensors")
+        row["device_stats_bytes"] = device_stats.get("bytes")
     else:
         row["records_written"] = None
     return row

@@ -31,6 +31,7 @@ class UninitializedMemory {
   // empty and frees it unwritten: without this, every op of the LM looked
   // its inputs up for the rest of the run.
   void sweepSometimes();
+  static constexpr uint32_t kSweepEvery = 64;
 
  private:
   static const c10::StorageImpl* key(const at::Tensor& t);
@@ -43,8 +44,7 @@ class UninitializedMemory {
   // op's inputs are looked up, and a dead entry (swept only on the next add
   // or write) would otherwise make each of those lookups take the mutex.
   static constexpr size_t kBuckets = 1024;
-  static constexpr uint32_t kSweepEvery = 64;
-  std::atomic<uint32_t> calls_{0};
+  std::atomic<uint32_t> calls_{0};  // sweepSometimes()'s
   std::array<std::atomic<uint32_t>, kBuckets> filter_{};
 
   mutable std::mutex mu_;

@@ -11,7 +11,7 @@
 namespace acc::recorder {
 namespace {
 
-constexpr int kSweepEvery = 64;  // uninitialized_memory.h
+constexpr int kSweepEvery = static_cast<int>(UninitializedMemory::kSweepEvery);
 
 TEST(UninitializedMemoryMap, AStorageFreedUnwrittenLeavesTheMapWithinASweep) {
   UninitializedMemory memory;
