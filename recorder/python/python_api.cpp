@@ -24,6 +24,7 @@ PythonApi::PythonApi() {
   bool all = resolve(is_initialized, "Py_IsInitialized") &&
              resolve(this_thread_state, "PyGILState_GetThisThreadState") &&
              resolve(ensure, "PyGILState_Ensure") && resolve(release, "PyGILState_Release") &&
+             resolve(save_thread, "PyEval_SaveThread") && resolve(restore_thread, "PyEval_RestoreThread") &&
              resolve(get_frame, "PyEval_GetFrame") && resolve(frame_code, "PyFrame_GetCode") &&
              resolve(frame_back, "PyFrame_GetBack") && resolve(frame_line, "PyFrame_GetLineNumber") &&
              resolve(get_attr, "PyObject_GetAttrString") && resolve(is_true, "PyObject_IsTrue") &&

@@ -21,6 +21,8 @@ struct PythonApi {
   Obj (*this_thread_state)() = nullptr;
   int (*ensure)() = nullptr;
   void (*release)(int) = nullptr;
+  Obj (*save_thread)() = nullptr;        // PyEval_SaveThread
+  void (*restore_thread)(Obj) = nullptr;  // PyEval_RestoreThread
   // Frames.
   Obj (*get_frame)() = nullptr;
   Obj (*frame_code)(Obj) = nullptr;
@@ -61,6 +63,20 @@ class Gil {
  private:
   const PythonApi& api_;
   int state_;
+};
+
+// Lets go of the GIL this thread holds for its scope (PyEval_SaveThread/
+// RestoreThread): for waits on threads that may need it.
+class GilReleased {
+ public:
+  explicit GilReleased(const PythonApi& api) : api_(api), state_(api.save_thread()) {}
+  ~GilReleased() { api_.restore_thread(state_); }
+  GilReleased(const GilReleased&) = delete;
+  GilReleased& operator=(const GilReleased&) = delete;
+
+ private:
+  const PythonApi& api_;
+  PythonApi::Obj state_;
 };
 
 }  // namespace acc::recorder

@@ -160,8 +160,16 @@ PythonApi::Obj gradNextHook(PythonApi::Obj, PythonApi::Obj path) {
 }
 
 PythonApi::Obj pythonExitHook(PythonApi::Obj, PythonApi::Obj) {
-  Session::pythonExiting();
-  return PythonApi::get().long_from(0);
+  const PythonApi& api = PythonApi::get();
+  {
+    // Stopping waits for the writer thread, which may be letting go of the
+    // last reference to a tensor that has a Python object (a batch of
+    // device statistics ending), and that takes the GIL: held here, the two
+    // waited for each other (seen on torch 2.14, a run killed after 400 s).
+    GilReleased released(api);
+    Session::pythonExiting();
+  }
+  return api.long_from(0);
 }
 
 MethodDef g_python_exit{"_acc_python_exit", reinterpret_cast<void*>(&pythonExitHook), kMethNoArgs, nullptr};
