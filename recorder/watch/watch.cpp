@@ -11,6 +11,7 @@
 #include "recorder/watch/finite_check.h"
 #include "recorder/session/session.h"
 #include "recorder/capture/tensor_capture.h"
+#include "recorder/write/record_pool.h"
 
 namespace acc::recorder {
 namespace {
@@ -45,9 +46,10 @@ void Watch::noteOverwrittenInputs(CapturedOp& r) {
         if (!t.is_non_overlapping_and_dense()) guard.need();
         h.overwritten_nonfinite.push_back(static_cast<int8_t>(hostFiniteness(t)));
       } else {
-        // Joins the batch now; the op's write then copies it first
-        // (StatsBatch::beforeOp), so the counts are of what it held.
-        guard.need();
+        // Joins the batch now; the op's write then summarises it first
+        // (StatsBatch::beforeOp), so the counts are of what it held. Joining
+        // runs no op (a batch it fills takes its own guard), so no guard:
+        // each rebuilds the thread's callback list twice (tensor_capture.cpp).
         h.overwritten_nonfinite.push_back(-1);
         h.overwritten_stats.push_back(batch_.add(t));
       }
@@ -56,6 +58,51 @@ void Watch::noteOverwrittenInputs(CapturedOp& r) {
     // Unknown is what the find reports for an input it could not read.
     r.hold->overwritten.resize(r.hold->overwritten_nonfinite.size());
   }
+}
+
+// Entries' vectors, emptied, with their room, for later entries of the
+// same thread (an op thread both makes entries and mostly judges them):
+// not five allocations an op. A plain array that is never freed: a
+// thread's spares outlive its other thread-locals rather than be used
+// after their destruction.
+namespace {
+constexpr int kSpareEntries = 64;
+}  // namespace
+
+struct Watch::Spares {
+  Entry* entries = nullptr;  // kSpareEntries shells, holding only vectors
+  int n = 0;
+  static Spares& mine() {
+    static thread_local Spares s;
+    if (s.entries == nullptr) s.entries = new Entry[kSpareEntries];
+    return s;
+  }
+};
+
+void Watch::swapVectors(Entry& a, Entry& b) {
+  a.nonfinite.swap(b.nonfinite);
+  a.overwritten.swap(b.overwritten);
+  a.device.swap(b.device);
+  a.storages.swap(b.storages);
+  a.intended.swap(b.intended);
+}
+
+Watch::Entry Watch::takeSpare() {
+  Entry e;
+  Spares& s = Spares::mine();
+  if (s.n > 0) swapVectors(e, s.entries[--s.n]);
+  return e;
+}
+
+void Watch::keepSpare(Entry& e) {
+  Spares& s = Spares::mine();
+  if (s.n == kSpareEntries) return;
+  e.nonfinite.clear();
+  e.overwritten.clear();
+  e.device.clear();
+  e.storages.clear();
+  e.intended.clear();
+  swapVectors(s.entries[s.n++], e);
 }
 
 void Watch::check(Entry& e) {
@@ -100,8 +147,7 @@ void Watch::check(Entry& e) {
       e.nonfinite[i] = static_cast<int8_t>(hostFiniteness(t));
     } else {
       // Counted in a batch with the other ops' device tensors: no launch of
-      // its own (about 20 per batch and element type).
-      guard.need();
+      // its own, and no op run here, so no guard (as above).
       e.device.push_back({i, batch_.add(t)});
     }
   }
@@ -138,7 +184,7 @@ void Watch::nudge(const Entry& e) {
 void Watch::finish(Session& s, std::unique_ptr<CapturedOp> record) {
   if (done_.load(std::memory_order_relaxed) || !record->hold) return;
   watched_.fetch_add(1, std::memory_order_relaxed);
-  Entry e;
+  Entry e = takeSpare();
   e.op = std::move(record);
   e.since = std::chrono::steady_clock::now();
   try {
@@ -192,12 +238,20 @@ bool Watch::judge(Session& s) {
       held_bytes_ = 0;
       return true;
     }
-    e.op->hold.reset();
+    // Judged finite: its buffers serve later ops of this thread (the hold's
+    // and the record's vectors, the entry's), not malloc and free per op.
+    TensorHold::recycle(std::move(e.op->hold));
     if (context_size_ > 0) {
       context_.push_back(std::move(e.op));
-      if (context_.size() > context_size_) context_.pop_front();
+      if (context_.size() > context_size_) {
+        record_pool::recycle(std::move(context_.front()));
+        context_.pop_front();
+      }
+    } else {
+      record_pool::recycle(std::move(e.op));
     }
     letGo(e);
+    keepSpare(e);
     pending_.pop_front();
   }
   return false;

@@ -98,6 +98,12 @@ class Watch {
     size_t held_bytes = 0;
   };
 
+  // An entry with the vectors of one judged before on this thread.
+  struct Spares;
+  static Entry takeSpare();
+  static void keepSpare(Entry& e);  // its vectors, emptied, for takeSpare()
+  static void swapVectors(Entry& a, Entry& b);
+
   void check(Entry& e);
   static bool arrived(const Entry& e);
   static void read(Entry& e);

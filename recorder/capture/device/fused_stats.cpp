@@ -52,16 +52,17 @@ at::Tensor fusedStats(at::TensorList tensors) {
 size_t FusedStats::add(const at::Tensor& t) {
   tensors_.push_back(t);
   elements_.push_back(statsElements(t));
-  summarised_.push_back(false);
+  pieces_.push_back(SIZE_MAX);
   rows_.push_back(tensors_.size() - 1);
   return elements_.size() - 1;
 }
 
-size_t FusedStats::addSummary(const at::Tensor& values, uint64_t elements) {
-  summaries_.push_back(values);
+size_t FusedStats::addSummary(const at::Tensor& values, int64_t row, uint64_t elements) {
+  auto [it, added] = summary_of_.emplace(values.unsafeGetTensorImpl(), summaries_.size());
+  if (added) summaries_.push_back(values);
   elements_.push_back(elements);
-  summarised_.push_back(true);
-  rows_.push_back(summaries_.size() - 1);
+  pieces_.push_back(it->second);
+  rows_.push_back(static_cast<size_t>(row));
   return elements_.size() - 1;
 }
 
@@ -70,10 +71,16 @@ at::Tensor FusedStats::launch() {
   std::vector<at::Tensor> pieces = std::move(summaries_);
   tensors_.clear();
   summaries_.clear();
-  // The added tensors' rows first, the summaries' after them.
-  const size_t computed = tensors.size();
+  summary_of_.clear();
+  // The added tensors' rows first, each summaries' result after them.
+  std::vector<size_t> start(pieces.size());
+  size_t at = tensors.size();
+  for (size_t p = 0; p < pieces.size(); ++p) {
+    start[p] = at;
+    at += static_cast<size_t>(pieces[p].size(0));
+  }
   for (size_t i = 0; i < rows_.size(); ++i) {
-    if (summarised_[i]) rows_[i] += computed;
+    if (pieces_[i] != SIZE_MAX) rows_[i] += start[pieces_[i]];
   }
   if (!tensors.empty()) pieces.insert(pieces.begin(), fusedStats(tensors));
   if (pieces.empty()) return at::Tensor();

@@ -11,6 +11,7 @@
 
 #include <ATen/ATen.h>
 
+#include <unordered_map>
 #include <vector>
 
 #include "recorder/capture/device/stats_kernels.h"
@@ -35,10 +36,11 @@ at::Tensor fusedStats(at::TensorList tensors);
 class FusedStats : public StatsKernels {
  public:
   size_t add(const at::Tensor& t) override;
-  // A tensor summarised already (`values`: its [1, kDeviceStatsSize] row on
-  // the device), of `elements` reals: launch() puts its row beside the
-  // others' with the same concatenation.
-  size_t addSummary(const at::Tensor& values, uint64_t elements);
+  // A tensor summarised already: row `row` of `values` (one launch's
+  // [n, kDeviceStatsSize] result on the device, for n tensors), of
+  // `elements` reals. launch() puts each such result, once, beside the
+  // others' rows with the same concatenation (no view made per tensor).
+  size_t addSummary(const at::Tensor& values, int64_t row, uint64_t elements);
   size_t size() const override { return elements_.size(); }
   // One launch for the added tensors, one more to concatenate summaries.
   at::Tensor launch() override;
@@ -46,10 +48,13 @@ class FusedStats : public StatsKernels {
 
  private:
   std::vector<at::Tensor> tensors_;    // released by launch()
-  std::vector<at::Tensor> summaries_;  // released by launch()
+  std::vector<at::Tensor> summaries_;  // each result once; released by launch()
+  std::unordered_map<const void*, size_t> summary_of_;  // by TensorImpl: its place in summaries_
   std::vector<uint64_t> elements_;     // by index: reals (a complex tensor's are twice its numel)
-  std::vector<size_t> rows_;           // by index: its row in launch()'s result
-  std::vector<bool> summarised_;       // by index: added by addSummary
+  // By index: its row in launch()'s result (added by addSummary: its row in
+  // its result, until launch() adds where that result begins).
+  std::vector<size_t> rows_;
+  std::vector<size_t> pieces_;         // by index: its result in summaries_, or SIZE_MAX (added)
 };
 
 }  // namespace acc::recorder

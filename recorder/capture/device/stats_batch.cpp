@@ -3,6 +3,7 @@
 #include <ATen/core/function_schema.h>
 #include <c10/core/StreamGuard.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <c10/util/SmallVector.h>
 
 #include <algorithm>
 #include <string>
@@ -58,8 +59,9 @@ StatsTicket StatsBatch::add(const at::Tensor& t) {
     fused_batch_ = batchesTakeFusedStats(t.device());
   }
   StatsTicket ticket{open_, static_cast<uint32_t>(waiting_.size()), this};
-  waiting_.push_back({t, versionOf(t), currentStream(t.device()), at::Tensor(), 0});
-  ++storages_[storageOf(t)];
+  const void* storage = storageOf(t);
+  waiting_.push_back({t, versionOf(t), currentStream(t.device()), at::Tensor(), 0, 0, storage});
+  ++storages_[storage];
   size_.store(waiting_.size(), std::memory_order_relaxed);
   bytes_since_check_ += t.nbytes();
   waiting_bytes_ += t.nbytes();
@@ -130,7 +132,7 @@ void StatsBatch::beforeOp(const at::RecordFunction& fn) {
   if (waiting_.empty()) return;
   c10::ArrayRef<const c10::IValue> inputs = fn.inputs();
   const OpWrites* writes = nullptr;  // looked up only when an argument holds a waiting tensor
-  std::vector<const void*> written;  // waiting storages the op writes (a _foreach_ op: many)
+  Storages written;  // waiting storages the op writes (a _foreach_ op: many)
   for (size_t i = 0; i < inputs.size(); ++i) {
     forEachTensor(inputs[i], [&](const at::Tensor& t) {
       if (!t.defined() || !t.has_storage()) return;
@@ -152,13 +154,15 @@ void StatsBatch::beforeOp(const at::RecordFunction& fn) {
 // kernel of its own (one launch for all of them, a few bytes kept), else
 // replaced by copies (one launch each, and the copy's memory until the
 // batch runs).
-void StatsBatch::protectLocked(const std::vector<const void*>& storages) {
+void StatsBatch::protectLocked(const Storages& storages) {
   CaptureGuard guard;
-  std::vector<size_t> on_storages;
+  // Small vectors: an op writes one or a few waiting tensors (an optimizer's
+  // _foreach_ op, a list of them), and with the watch every in-place op of a
+  // step comes here: no allocation for the common case.
+  c10::SmallVector<size_t, 8> on_storages;
   for (size_t i = 0; i < waiting_.size(); ++i) {
-    const Waiting& w = waiting_[i];
-    if (!w.summary.defined() && w.tensor.defined() &&
-        std::find(storages.begin(), storages.end(), storageOf(w.tensor)) != storages.end()) {
+    const void* storage = waiting_[i].storage;
+    if (storage != nullptr && std::find(storages.begin(), storages.end(), storage) != storages.end()) {
       on_storages.push_back(i);
     }
   }
@@ -168,24 +172,33 @@ void StatsBatch::protectLocked(const std::vector<const void*>& storages) {
   bool one_device = true;
   for (size_t i : on_storages) one_device = one_device && waiting_[i].tensor.device() == device;
   if (one_device && batchesTakeFusedStats(device)) {
-    std::unordered_map<const void*, size_t> first;  // by TensorImpl: one row per tensor
-    std::vector<at::Tensor> tensors;
-    std::vector<size_t> row(on_storages.size());
+    std::vector<at::Tensor> tensors;  // one row per tensor
+    c10::SmallVector<size_t, 8> row(on_storages.size());
+    // By TensorImpl: a few compared in turn, a _foreach_ op's hundreds hashed.
+    std::unordered_map<const void*, size_t> first;
+    const bool hashed = on_storages.size() > 16;
     for (size_t k = 0; k < on_storages.size(); ++k) {
       const at::Tensor& t = waiting_[on_storages[k]].tensor;
-      auto [it, added] = first.emplace(t.unsafeGetTensorImpl(), tensors.size());
-      if (added) tensors.push_back(t);
-      row[k] = it->second;
+      size_t r = 0;
+      if (hashed) {
+        r = first.emplace(t.unsafeGetTensorImpl(), tensors.size()).first->second;
+      } else {
+        while (r < tensors.size() && !tensors[r].is_same(t)) ++r;
+      }
+      if (r == tensors.size()) tensors.push_back(t);
+      row[k] = r;
     }
     const at::Tensor values = fusedStats(tensors);
     ++counts_.early;
     for (const at::Tensor& t : tensors) counts_.bytes += t.nbytes();
     for (size_t k = 0; k < on_storages.size(); ++k) {
       Waiting& w = waiting_[on_storages[k]];
-      w.summary = values.narrow(0, static_cast<int64_t>(row[k]), 1);  // a view: no launch
+      w.summary = values;
+      w.summary_row = static_cast<int64_t>(row[k]);
       w.elements = statsElements(w.tensor);
       w.stream = currentStream(device);
       w.tensor = at::Tensor();  // let go: the program may free it
+      w.storage = nullptr;
     }
     return;
   }
@@ -200,7 +213,8 @@ void StatsBatch::protectLocked(const std::vector<const void*>& storages) {
     w.tensor = copy;
     w.version = versionOf(copy);
     w.stream = currentStream(copy.device());
-    ++storages_[storageOf(copy)];
+    w.storage = storageOf(copy);
+    ++storages_[w.storage];
   }
 }
 
@@ -247,7 +261,7 @@ void StatsBatch::launchLocked() {
     if (w.summary.defined()) {
       // Summarised before an op wrote it (protectLocked): only where
       // batchesTakeFusedStats, so the part is FusedStats.
-      slot.index = static_cast<uint32_t>(static_cast<FusedStats&>(*part->kernels).addSummary(w.summary, w.elements));
+      slot.index = static_cast<uint32_t>(static_cast<FusedStats&>(*part->kernels).addSummary(w.summary, w.summary_row, w.elements));
     } else {
       slot.index = static_cast<uint32_t>(part->kernels->add(w.tensor));
       counts_.bytes += w.tensor.nbytes();

@@ -28,6 +28,7 @@
 #include <ATen/record_function.h>
 #include <c10/core/Event.h>
 #include <c10/core/Stream.h>
+#include <c10/util/SmallVector.h>
 
 #include <atomic>
 #include <cstdint>
@@ -124,12 +125,19 @@ class StatsBatch {
     at::Tensor tensor;  // undefined once summarised early
     uint32_t version = 0;
     c10::Stream stream;
-    at::Tensor summary;  // [1, kDeviceStatsSize] on the device, once summarised early
+    // Once summarised early: the early launch's [n, kDeviceStatsSize] result
+    // on the device, and this tensor's row in it.
+    at::Tensor summary;
+    int64_t summary_row = 0;
     uint64_t elements = 0;  // the summarised tensor's (reals)
+    // tensor's storage while it waits unsummarised, else null: compared by
+    // protectLocked() for every waiting tensor, without a pointer chase.
+    const void* storage = nullptr;
   };
   void launchLocked();
   bool aloneOverLimitLocked();
-  void protectLocked(const std::vector<const void*>& storages);
+  using Storages = c10::SmallVector<const void*, 4>;
+  void protectLocked(const Storages& storages);
 
   const size_t max_tensors_;
   const uint64_t max_alone_bytes_;
