@@ -6,12 +6,13 @@
 
 namespace acc::recorder {
 
+// A list's elements are read where they lie (toListRef), a tensor list's
+// included: toTensorVector() would copy it, and isTensorList() is a call
+// into libtorch, for every list argument of every op.
 template <typename F>
 void forEachTensor(const c10::IValue& v, F&& f) {
   if (v.isTensor()) {
     f(v.toTensor());
-  } else if (v.isTensorList()) {
-    for (const at::Tensor& t : v.toTensorVector()) f(t);
   } else if (v.isList()) {
     for (const c10::IValue& e : v.toListRef()) {
       if (e.isTensor()) f(e.toTensor());

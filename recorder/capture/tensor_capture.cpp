@@ -261,7 +261,8 @@ void captureValue(const c10::IValue& value, format::Role role, uint32_t position
     add(value.toTensor(), 0);
   } else if (value.isTensorList()) {
     uint32_t item = 0;
-    for (const at::Tensor& t : value.toTensorVector()) add(t, item++);
+    // Read where they lie: toTensorVector() would copy the list.
+    for (const c10::IValue& element : value.toListRef()) add(element.toTensor(), item++);
     // An empty list leaves no tensor behind: say so, for replay.
     if (item == 0 && role == format::Role::Input) record.scalars.push_back({position, "[]"});
   } else if (value.isList() && !value.isIntList() && !value.isDoubleList() && !value.isBoolList()) {

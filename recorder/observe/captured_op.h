@@ -65,8 +65,11 @@ struct TensorHold {
 
  private:
   // A plain array, without a destructor: a thread's last spares leak at its
-  // exit rather than be used after their destruction.
-  static constexpr int kSpares = 16;
+  // exit rather than be used after their destruction. As many as the watch
+  // holds ops awaiting their device check (Watch::kHeldOps): on a device
+  // a step's holds are let go together when its batch arrives, and each
+  // hold taken beyond the spares grows its vectors anew.
+  static constexpr int kSpares = 256;
   struct Spares {
     TensorHold* held[kSpares];
     int n;

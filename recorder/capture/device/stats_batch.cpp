@@ -173,6 +173,7 @@ void StatsBatch::protectLocked(const Storages& storages) {
   for (size_t i : on_storages) one_device = one_device && waiting_[i].tensor.device() == device;
   if (one_device && batchesTakeFusedStats(device)) {
     std::vector<at::Tensor> tensors;  // one row per tensor
+    tensors.reserve(on_storages.size());
     c10::SmallVector<size_t, 8> row(on_storages.size());
     // By TensorImpl: a few compared in turn, a _foreach_ op's hundreds hashed.
     std::unordered_map<const void*, size_t> first;
