@@ -128,21 +128,22 @@ bool StatsBatch::aloneOverLimitLocked() {
 
 void StatsBatch::beforeOp(const at::RecordFunction& fn) {
   if (size_.load(std::memory_order_relaxed) == 0) return;
+  // Only the arguments the op writes are looked at: most ops write none
+  // and take no lock here. Scopes without a schema (torch's own named
+  // scopes, "detach") are not ops that write; a write nothing announces is
+  // caught by the version counter when the batch runs.
+  const OpWrites& writes = opWrites(fn);
+  if (writes.written.empty()) return;
   std::lock_guard<std::mutex> lock(mutex_);
   if (waiting_.empty()) return;
   c10::ArrayRef<const c10::IValue> inputs = fn.inputs();
-  const OpWrites* writes = nullptr;  // looked up only when an argument holds a waiting tensor
   Storages written;  // waiting storages the op writes (a _foreach_ op: many)
-  for (size_t i = 0; i < inputs.size(); ++i) {
+  for (uint16_t i : writes.written) {
+    if (i >= inputs.size()) continue;
     forEachTensor(inputs[i], [&](const at::Tensor& t) {
       if (!t.defined() || !t.has_storage()) return;
       const void* storage = storageOf(t);
       if (storages_.find(storage) == storages_.end()) return;
-      if (writes == nullptr) writes = &opWrites(fn);
-      // Scopes without a schema (torch's own named scopes, "detach") are not
-      // ops that write; a write nothing announces is caught by the version
-      // counter when the batch runs.
-      if (!writes->writes(i)) return;
       if (std::find(written.begin(), written.end(), storage) == written.end()) written.push_back(storage);
     });
   }
