@@ -2,6 +2,17 @@
 # tests and examples: ACC_PYTHON (cache or environment) first, then the
 # usual names. The first python3 on PATH is often a different Python.
 function(acc_find_torch_python out_var)
+  # Named in the environment: that Python or an error, never another torch.
+  if(DEFINED ENV{ACC_PYTHON} AND NOT "$ENV{ACC_PYTHON}" STREQUAL "")
+    set(named "$ENV{ACC_PYTHON}")
+    if(NOT EXISTS "${named}")
+      message(FATAL_ERROR "acc: ACC_PYTHON=${named} does not exist; name a Python that can import torch, or unset it to probe")
+    endif()
+    execute_process(COMMAND "${named}" -c "import torch" RESULT_VARIABLE rc OUTPUT_QUIET ERROR_QUIET)
+    if(NOT rc EQUAL 0)
+      message(FATAL_ERROR "acc: ACC_PYTHON=${named} cannot import torch; name a Python that can, or unset it to probe")
+    endif()
+  endif()
   set(candidates "$ENV{ACC_PYTHON}" "${ACC_PYTHON}")
   find_program(_path_python3 python3 NO_CACHE)
   list(APPEND candidates "${_path_python3}" /usr/bin/python3 /usr/local/bin/python3 /usr/bin/python)
