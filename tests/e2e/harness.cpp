@@ -156,6 +156,7 @@ std::string python() {
 }
 
 std::string example(const std::string& file) { return std::string(ACC_SOURCE_DIR) + "/examples/" + file; }
+std::string sourceFile(const std::string& path) { return std::string(ACC_SOURCE_DIR) + "/" + path; }
 std::string testScript(const std::string& file) {
   return std::string(ACC_SOURCE_DIR) + "/tests/scripts/" + file;
 }

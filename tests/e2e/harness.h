@@ -34,6 +34,7 @@ RunResult analyzer(const std::vector<std::string>& args);
 // Paths of the build and the source tree.
 std::string python();  // the interpreter with torch, found by CMake
 std::string example(const std::string& file);
+std::string sourceFile(const std::string& path);  // relative to the source tree's root
 std::string testScript(const std::string& file);
 std::string testData(const std::string& path);  // under tests/data
 std::string libDir();

@@ -48,6 +48,25 @@ TEST(Install, ThePrefixRecordsAndChecksOnItsOwn) {
   EXPECT_NE(usage.err.find("usage: acc-record PROGRAM [ARGS...]"), std::string::npos) << usage.err;
 }
 
+// The scripts build against the torch of scripts/find-python.sh's Python:
+// one named by ACC_PYTHON that cannot import torch is refused by name, not
+// passed over for another torch.
+TEST(Install, FindPythonRefusesANamedPythonWithoutTorch) {
+  const std::string script = sourceFile("scripts/find-python.sh");
+  RunResult missing = run({{"/bin/bash", script}, {{"ACC_PYTHON", "/nonexistent/python3"}}, "", false, ""});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_EQ(missing.out, "");
+  EXPECT_NE(missing.err.find("ACC_PYTHON=/nonexistent/python3 is not an executable file"), std::string::npos)
+      << missing.err;
+  RunResult no_torch = run({{"/bin/bash", script}, {{"ACC_PYTHON", "/bin/false"}}, "", false, ""});
+  EXPECT_EQ(no_torch.exit_code, 1);
+  EXPECT_EQ(no_torch.out, "");
+  EXPECT_NE(no_torch.err.find("ACC_PYTHON=/bin/false cannot import torch"), std::string::npos) << no_torch.err;
+  RunResult named = run({{"/bin/bash", script}, {{"ACC_PYTHON", python()}}, "", false, ""});
+  EXPECT_EQ(named.exit_code, 0) << named.err;
+  EXPECT_EQ(named.out, python() + "\n");
+}
+
 TEST(Install, TheDebianPackageHoldsTheSameFiles) {
   TempDir out;
   RunResult pack = run({{ACC_CPACK, "-G", "DEB", "--config", kBuildDir + "/CPackConfig.cmake", "-B", out.path()},
