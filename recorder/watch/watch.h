@@ -3,9 +3,10 @@
 //
 // The observer hands each op's record over when the op has finished, at
 // level 0 with its tensors held (TensorHold). Outputs are checked where they
-// live (finite_check.h): CPU ones at once, device ones by a small kernel
-// whose two values per tensor are copied behind the op's kernels and read
-// once an event says they arrived, so no op waits for its device. Ops are
+// live: CPU ones at once (finite_check.h), device ones by their NaN and Inf
+// counts in the device statistics' batches (stats_batch.h), copied behind
+// the op's kernels and read once an event says they arrived, so no op
+// waits for its device. Ops are
 // judged in the order they finished; judged-finite ops keep only their
 // metadata, the last `ACC_WATCH_CONTEXT` of them.
 //
