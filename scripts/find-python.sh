@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Prints a Python interpreter that can import torch: $ACC_PYTHON if set
-# (an error when it cannot), else the first of python3 on PATH, /usr/bin/python3, /usr/local/bin/python3.
+# Prints a Python interpreter that can import torch: $ACC_PYTHON if set,
+# else the first of python3 on PATH, /usr/bin/python3, /usr/local/bin/python3.
 # An ACC_PYTHON that cannot import torch is an error, not a reason to probe:
 # building against another torch than the one named fails later, less clearly.
 if [[ -n ${ACC_PYTHON:-} ]]; then

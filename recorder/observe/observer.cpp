@@ -290,14 +290,10 @@ void noteVersions(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
   const char* name = fn.name();
   const size_t length = std::strlen(name);
   if (length == 0 || name[length - 1] != '_' || changesOnlyMetadata(name)) return;
-  c10::ArrayRef<const c10::IValue> inputs = fn.inputs();
-  for (uint16_t i : opWrites(fn).written) {
-    if (i >= inputs.size()) continue;
-    forEachTensor(inputs[i], [&](const at::Tensor& t) {
-      if (!t.defined() || compat::versionCounterIdentity(*t.unsafeGetTensorImpl()) == nullptr) return;
-      ctx.versions.emplace_back(t, t.unsafeGetTensorImpl()->version_counter().current_version());
-    });
-  }
+  forEachWrittenTensor(opWrites(fn), fn.inputs(), [&](const at::Tensor& t) {
+    if (!t.defined() || compat::versionCounterIdentity(*t.unsafeGetTensorImpl()) == nullptr) return;
+    ctx.versions.emplace_back(t, t.unsafeGetTensorImpl()->version_counter().current_version());
+  });
 }
 
 // Runs at the end of such an op, before its outputs are identified: an

@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "recorder/ivalue_tensors.h"
+
 namespace acc::recorder {
 
 struct OpWrites {
@@ -30,6 +32,15 @@ struct OpWrites {
 // named scopes, autograd nodes), which are not cached. Thread-safe; the
 // reference stays valid for the process's life.
 const OpWrites& opWrites(const at::RecordFunction& fn);
+
+// Calls f(tensor) for each tensor of the arguments `writes` names among an
+// op's `inputs` (its boxed arguments, in the schema's order).
+template <typename F>
+void forEachWrittenTensor(const OpWrites& writes, c10::ArrayRef<const c10::IValue> inputs, F&& f) {
+  for (uint16_t i : writes.written) {
+    if (i < inputs.size()) forEachTensor(inputs[i], f);
+  }
+}
 
 // By name, where a record is all there is: in-place ops write argument 0
 // (add_, relu_, _foreach_mul_, ...).

@@ -136,17 +136,13 @@ void StatsBatch::beforeOp(const at::RecordFunction& fn) {
   if (writes.written.empty()) return;
   std::lock_guard<std::mutex> lock(mutex_);
   if (waiting_.empty()) return;
-  c10::ArrayRef<const c10::IValue> inputs = fn.inputs();
   Storages written;  // waiting storages the op writes (a _foreach_ op: many)
-  for (uint16_t i : writes.written) {
-    if (i >= inputs.size()) continue;
-    forEachTensor(inputs[i], [&](const at::Tensor& t) {
-      if (!t.defined() || !t.has_storage()) return;
-      const void* storage = storageOf(t);
-      if (storages_.find(storage) == storages_.end()) return;
-      if (std::find(written.begin(), written.end(), storage) == written.end()) written.push_back(storage);
-    });
-  }
+  forEachWrittenTensor(writes, fn.inputs(), [&](const at::Tensor& t) {
+    if (!t.defined() || !t.has_storage()) return;
+    const void* storage = storageOf(t);
+    if (storages_.find(storage) == storages_.end()) return;
+    if (std::find(written.begin(), written.end(), storage) == written.end()) written.push_back(storage);
+  });
   if (!written.empty()) protectLocked(written);
 }
 
