@@ -193,7 +193,7 @@ def device_env(args):
     return env
 
 
-def run_once(args, python, script_path, config, run_index, out_root):
+def run_once(args, python, script_path, config, run_index, out_root, keep_recording=False):
     """Runs the script once; returns (step seconds list or None, wall seconds, manifest, extras): extras
     holds the peak resident memory (peak_rss_mb) and, on the test accelerator, its counters."""
     env = clean_env()
@@ -265,6 +265,16 @@ def run_once(args, python, script_path, config, run_index, out_root):
         if manifest.get("status") != "complete":
             raise RunFailed(f"{label}: recording status is "
                             f"{manifest.get('status')!r}, not 'complete'\n{tail(proc.stderr)}")
+        # A run whose writer could not write (a full disk) timed something
+        # else than recording: its figures would mislead.
+        if manifest.get("io_error") or manifest.get("counts", {}).get("lost_io", 0):
+            raise RunFailed(f"{label}: the recorder lost {manifest.get('counts', {}).get('lost_io', 0)} records "
+                            f"to I/O ({manifest.get('io_error') or 'no error text'}) in {out_dir}: "
+                            f"is the disk full? Level 2 writes gigabytes per run\n{tail(proc.stderr)}")
+        # Each run's recording goes once read (level 2 on resnet18 writes
+        # about 3 GB a run: a sitting of several runs filled a disk).
+        if not args.keep and not keep_recording:
+            shutil.rmtree(out_dir, ignore_errors=True)
     return step_times, wall, manifest, extras
 
 
@@ -486,7 +496,8 @@ def main(argv):
         if "reference" in levels:
             # The reference the "reference" runs are judged against (untimed).
             try:
-                run_once(args, python, script_path, {"name": "reference-source", "level": 1}, 0, out_root)
+                run_once(args, python, script_path, {"name": "reference-source", "level": 1}, 0, out_root,
+                         keep_recording=True)
             except RunFailed as e:
                 log(f"overhead.py: {e}")
                 return 1

@@ -61,7 +61,7 @@ void encodeTensor(const Tensor& t, ByteWriter& w) {
   if (delta) w.varint(t.delta_base);
   if (ref) return;
   if (t.has_stats) encodeStats(t.stats, w);
-  if (t.has_data) w.varint(t.data.size());
+  if (t.has_data) w.varint(t.data_apart ? t.data_size : t.data.size());
 }
 
 Tensor decodeTensor(ByteReader& r, bool with_data, uint64_t& data_offset) {

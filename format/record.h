@@ -57,6 +57,10 @@ struct Tensor {
   uint64_t data_size = 0;    // their size
   uint64_t data_offset = 0;  // v2: where they start in the file's data stream
   bool data_in_stream = false;  // v2: in data frames; v1: inline in the record
+  // The recorder's: `data_size` bytes held apart from `data` (level 2's
+  // CPU captures, in acc's own memory), which encode() counts and the
+  // writer appends after the record.
+  bool data_apart = false;
   std::string data;          // the bytes once loaded: row-major contiguous, little-endian
   // v4: the content's id within the rank's recording (0: none). The first
   // tensor with an id holds the statistics and bytes; later ones with the
@@ -149,7 +153,8 @@ struct StackRecord {
 enum class RecordKind : uint8_t { Stack = 1, Op = 2, DataOp = 3 };
 
 // Appends one length-prefixed record to `out`. Tensor bytes are not inline
-// (format v2): appendData() appends them, in tensor order, after the record.
+// (format v2): appendData() appends them, in tensor order, after the record
+// (those in `data`: the recorder appends what it holds apart itself).
 void encode(const OpRecord& r, std::string& out);
 void encode(const StackRecord& r, std::string& out);
 void appendData(const OpRecord& r, std::string& out);

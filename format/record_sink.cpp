@@ -44,7 +44,7 @@ RecordSink::~RecordSink() = default;
 
 // Records go to the record payload; an op's tensor bytes go to the data
 // stream, and the record is wrapped with the offset they start at.
-void RecordSink::add(std::string_view item) {
+void RecordSink::add(std::string_view item, const std::vector<std::string_view>& more) {
   const bool op = isOpRecord(item);
   ++(op ? payload_records_ : payload_others_);
   std::string_view record = item, data;
@@ -56,12 +56,15 @@ void RecordSink::add(std::string_view item) {
       data = {};
     }
   }
-  if (data.empty()) {
+  bool any = !data.empty();
+  for (std::string_view piece : more) any = any || !piece.empty();
+  if (!op || !any) {
     payload_.append(record);
     return;
   }
   wrapWithDataOffset(record, data_offset_ + data_payload_.size(), payload_);
   addData(data);
+  for (std::string_view piece : more) addData(piece);
 }
 
 void RecordSink::addData(std::string_view data) {

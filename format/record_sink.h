@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "format/frame.h"
 
@@ -24,8 +25,10 @@ class RecordSink {
   RecordSink& operator=(const RecordSink&) = delete;
 
   // One item: encode() output, for an op record followed by its
-  // appendData() bytes. Data frames may be written at once.
-  void add(std::string_view item);
+  // appendData() bytes, and then `more` of its bytes, in tensor order (the
+  // recorder holds level 2's bytes apart: no copy into the item). Data
+  // frames may be written at once.
+  void add(std::string_view item, const std::vector<std::string_view>& more = {});
   // Bytes of records waiting for the next record frame.
   size_t pending() const { return payload_.size(); }
 

@@ -94,7 +94,7 @@ void keepDeltaBase(const at::Tensor& t, const ContentStore::Content& content, Ca
   base.depth = content.delta_depth;
   if (content.ref) {
     if (!t.is_contiguous()) return;
-    base.bytes.assign(static_cast<const char*>(t.data_ptr()), t.nbytes());
+    base.bytes = DataBuffer(t.data_ptr(), t.nbytes());
   } else {
     base.tensor = record.tensors.size() - 1;
   }
@@ -105,7 +105,7 @@ void keepDeltaBase(const at::Tensor& t, const ContentStore::Content& content, Ca
 // kProbes words spread over them: zstd keeps little of a run of zeros. A
 // small update (a parameter's step, a moment's decay) zeroes the sign and
 // exponent bytes; a fill (zero_) or unrelated values (copy_) would not gain.
-bool deltaPays(const std::string& values, const std::string& base) {
+bool deltaPays(std::string_view values, std::string_view base) {
   constexpr size_t kProbes = 1024;
   const size_t words = values.size() / 8;
   if (words == 0) return false;
@@ -124,17 +124,33 @@ bool deltaPays(const std::string& values, const std::string& base) {
 // An output defined here whose tensor an input held at the op's start:
 // its bytes become the XOR of the two, and its content a link of a chain.
 void recordAsDelta(const at::Tensor& t, format::Tensor& out, ContentStore& contents, CapturedOp& record) {
+  if (record.bytes.empty() || record.bytes.back().tensor != record.tensors.size() - 1) return;
+  DataBuffer& values = record.bytes.back().bytes;
   for (DeltaBase& base : record.delta_bases) {
     if (base.impl != t.unsafeGetTensorImpl() || base.content == 0) continue;
-    const std::string& bytes = base.tensor == SIZE_MAX ? base.bytes : record.tensors[base.tensor].data;
-    if (bytes.size() != out.data.size() || !deltaPays(out.data, bytes)) return;
-    format::xorBytes(out.data.data(), bytes.data(), bytes.size());
+    const DataBuffer* held = base.tensor == SIZE_MAX ? &base.bytes : record.bytesOf(base.tensor);
+    if (held == nullptr) return;
+    const std::string_view bytes = held->view();
+    if (bytes.size() != values.size() || !deltaPays(values.view(), bytes)) return;
+    format::xorBytes(values.data(), bytes.data(), bytes.size());
     out.delta_base = base.content;
     record.contents.back().delta_depth = static_cast<uint8_t>(base.depth + 1);
     contents.countDelta();
     base.content = 0;  // used
     return;
   }
+}
+
+// Level 2 on the CPU: the bytes of `t`, the record's last tensor, held
+// apart in acc's memory (data_buffer.h), not in the tensor's `data`.
+void captureBytesApart(const at::Tensor& t, CapturedOp& record) {
+  if (!t.device().is_cpu() || !readable(t)) return;
+  at::Tensor host = t.contiguous();  // itself when contiguous: no op, no autograd
+  format::Tensor& out = record.tensors.back();
+  record.bytes.push_back({record.tensors.size() - 1, DataBuffer(host.data_ptr(), host.nbytes())});
+  out.data_size = host.nbytes();
+  out.has_data = true;
+  out.data_apart = true;
 }
 
 }  // namespace
@@ -174,8 +190,12 @@ format::Tensor captureTensor(const at::Tensor& t, format::Role role, uint32_t po
 }
 
 format::Tensor& captureWhole(const at::Tensor& t, const format::Tensor& like, CapturedOp& r) {
-  r.tensors.push_back(captureTensor(t, like.role, like.position, like.item, 2));
-  if (!t.device().is_cpu()) captureOnDevice(t, 2, r.tensors.size() - 1, r, /*batch=*/nullptr);
+  r.tensors.push_back(captureTensor(t, like.role, like.position, like.item, 1));
+  if (t.device().is_cpu()) {
+    captureBytesApart(t, r);
+  } else {
+    captureOnDevice(t, 2, r.tensors.size() - 1, r, /*batch=*/nullptr);
+  }
   return r.tensors.back();
 }
 
@@ -226,7 +246,9 @@ void captureValue(const c10::IValue& value, format::Role role, uint32_t position
     }
     // A content an earlier record (or tensor) holds: metadata and its id.
     format::Tensor& out = record_pool::appendTensor(record);
-    captureTensorInto(out, t, role, position, item, content.ref ? 0 : level);
+    const int own = content.ref ? 0 : level;
+    captureTensorInto(out, t, role, position, item, std::min(own, 1));
+    if (own >= 2) captureBytesApart(t, record);
     out.uninitialized = garbage;
     out.content = content.id;
     // Level 2 on the CPU: an in-place op's output recorded as a delta on

@@ -15,6 +15,7 @@
 #include "recorder/capture/content_store.h"
 #include "recorder/capture/device/stats_batch.h"
 #include "recorder/observe/op_writes.h"
+#include "recorder/write/data_buffer.h"
 
 namespace acc::recorder {
 
@@ -87,8 +88,15 @@ struct DeltaBase {
   const c10::TensorImpl* impl = nullptr;  // compared only: the op holds the tensor
   uint64_t content = 0;
   uint8_t depth = 0;                      // its own content's delta chain
-  size_t tensor = SIZE_MAX;  // its bytes are this input's `data` (defined by this record)
-  std::string bytes;         // else a copy (it was a reference to an earlier record's)
+  size_t tensor = SIZE_MAX;  // its bytes are this input's (defined by this record)
+  DataBuffer bytes;          // else a copy (it was a reference to an earlier record's)
+};
+
+// Level 2, CPU: a tensor's bytes, held apart from its format::Tensor
+// (`data_apart`) in acc's own memory until the writer has compressed them.
+struct TensorBytes {
+  size_t tensor = 0;  // index in tensors
+  DataBuffer bytes;
 };
 
 struct CapturedOp : format::OpRecord {
@@ -99,9 +107,57 @@ struct CapturedOp : format::OpRecord {
   std::vector<ContentStore::Pending> contents;
   std::unique_ptr<TensorHold> hold;  // ACC_WATCH and ACC_REFERENCE only
   std::vector<DeltaBase> delta_bases;  // between an op's start and its outputs' capture
+  std::vector<TensorBytes> bytes;      // in tensor order
 
   bool inFlight() const { return !device_values.empty(); }
+  // The bytes held apart for tensor i, or null.
+  const DataBuffer* bytesOf(size_t i) const {
+    for (const TensorBytes& b : bytes) {
+      if (b.tensor == i) return &b.bytes;
+    }
+    return nullptr;
+  }
 };
+
+// Calls f(format::Tensor&, DataBuffer* apart) for each tensor whose bytes
+// follow the record's encoding, in tensor order: apart null where they are
+// the tensor's `data`. A tensor marked apart whose bytes the record does
+// not hold (which copyTensor prevents) is made to claim none: its encoded
+// size must be what follows.
+template <typename F>
+void forEachData(CapturedOp& r, F&& f) {
+  size_t next = 0;
+  for (size_t i = 0; i < r.tensors.size(); ++i) {
+    format::Tensor& t = r.tensors[i];
+    if (!t.has_data || t.content_ref) continue;
+    if (!t.data_apart) {
+      f(t, static_cast<DataBuffer*>(nullptr));
+      continue;
+    }
+    while (next < r.bytes.size() && r.bytes[next].tensor < i) ++next;
+    if (next < r.bytes.size() && r.bytes[next].tensor == i && r.bytes[next].bytes.size() == t.data_size) {
+      f(t, &r.bytes[next].bytes);
+    } else {
+      t.has_data = false;
+      t.data_apart = false;
+    }
+  }
+}
+
+// Appends `from`'s tensor i to `to`, with its bytes where `from` holds them
+// apart (a copy); without them where it cannot.
+inline void copyTensor(const CapturedOp& from, size_t i, CapturedOp& to) {
+  to.tensors.push_back(from.tensors[i]);
+  format::Tensor& t = to.tensors.back();
+  if (!t.data_apart) return;
+  const DataBuffer* b = from.bytesOf(i);
+  if (b == nullptr) {
+    t.has_data = false;
+    t.data_apart = false;
+    return;
+  }
+  to.bytes.push_back({to.tensors.size() - 1, DataBuffer(b->data(), b->size())});
+}
 
 // Where an op ran, for acc's lines: "step 3, module enc.0" ("(top level)"
 // outside every module; no module where paths are unknown).

@@ -26,8 +26,12 @@ void emitRecord(Session& s, std::unique_ptr<CapturedOp> record) {
     return;
   }
   std::unique_ptr<QueuedRecord> item = s.blankRecord();
+  // Its tensor bytes go to the writer as they are, in their buffers: a copy
+  // into the item would double what level 2 holds and copies.
+  forEachData(*record, [&](format::Tensor& t, DataBuffer* apart) {
+    item->data.push_back(apart != nullptr ? std::move(*apart) : DataBuffer(t.data.data(), t.data.size()));
+  });
   format::encode(*record, item->bytes);
-  format::appendData(*record, item->bytes);
   if (s.emit(std::move(item)) && s.contents() != nullptr) s.contents()->publish(record->contents);
   record_pool::recycle(std::move(record));
 }

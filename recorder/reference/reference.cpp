@@ -499,7 +499,7 @@ uint64_t Reference::write(Session& s, Entry& e, bool level2) {
       s.counts().capture_errors.fetch_add(1, std::memory_order_relaxed);
     }
     if (!ft.uninitialized && ft.has_stats) ++metadata_only;
-    r->tensors.push_back(ft);  // written since, or unreadable: as captured
+    copyTensor(op, i, *r);  // written since, or unreadable: as captured
   }
   markCopies(*r);
   letGo(e);

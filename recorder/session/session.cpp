@@ -22,6 +22,7 @@
 #include "recorder/python/python_api.h"
 #include "recorder/reference/reference_verdict.h"
 #include "recorder/torch_compat.h"
+#include "recorder/write/data_buffer.h"
 
 namespace acc::recorder {
 namespace {
@@ -257,6 +258,21 @@ void Session::forgetSignalsInChild() {
   if (signals_) signals_->forgetInChild();
 }
 
+namespace {
+
+// Level 2's tensor bytes in acc's own memory (write/data_buffer.h): blocks
+// of buffers in use, kept for reuse, and the peak of the two together.
+nlohmann::json dataBuffersJson() {
+  const DataBufferBytes b = dataBufferBytes();
+  return {{"in_use_bytes", b.in_use},
+          {"kept_bytes", b.cached},
+          {"peak_bytes", b.peak},
+          {"mapped", b.mapped},
+          {"mapped_bytes", b.mapped_bytes}};
+}
+
+}  // namespace
+
 void Session::writeManifest(const char* status, bool last) {
   std::lock_guard<std::mutex> lock(manifest_mutex_);
   WriterCounts w = writer_->counts();
@@ -297,6 +313,7 @@ void Session::writeManifest(const char* status, bool last) {
         {"bytes", w.bytes_written}}},
       {"contents", contents_.countsJson()},
       {"device_stats", stats_batch_.countsJson()},
+      {"data_buffers", dataBuffersJson()},
       {"io_error", writer_->ioError()},
   };
   if (const int sig = signal_.number.load()) {

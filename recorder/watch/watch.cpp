@@ -354,7 +354,7 @@ void Watch::found(Session& s, Entry& e) {
     } catch (...) {
       s.counts().capture_errors.fetch_add(1, std::memory_order_relaxed);
     }
-    r->tensors.push_back(ft);  // overwritten, or let go: metadata only
+    copyTensor(op, i, *r);  // overwritten, or let go: as captured
   }
   markCopies(*r);
   const size_t context = context_.size();

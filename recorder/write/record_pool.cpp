@@ -92,6 +92,7 @@ void clearTensor(format::Tensor& t) {
   t.data_size = 0;
   t.data_offset = 0;
   t.data_in_stream = false;
+  t.data_apart = false;
   if (t.data.capacity() > kMaxKeptData) {
     std::string().swap(t.data);
   } else {
@@ -121,6 +122,7 @@ void clearRecord(CapturedOp& r, std::vector<format::Tensor>& shells) {
   r.contents.clear();
   r.hold.reset();
   r.delta_bases.clear();
+  r.bytes.clear();
   for (std::string* s : {&r.name, &r.op, &r.grad_fn, &r.forward_name, &r.overload, &r.module, &r.autocast}) {
     s->clear();
   }

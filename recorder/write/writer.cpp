@@ -19,6 +19,7 @@ namespace acc::recorder {
 namespace {
 
 constexpr size_t kQueueSlots = 1 << 16;
+constexpr uint64_t kLeastDataBufferMb = 64;
 // Written items kept for op threads to fill again: as many as a fast op
 // loop (a few hundred thousand ops a second) queues while the writer
 // sleeps its millisecond or compresses a frame, so that the steady state
@@ -46,6 +47,7 @@ Writer::Writer(const std::string& path, const env::Config& config, std::function
     : config_(config),
       queue_(kQueueSlots, config.buffer_mb << 20),
       pool_(kPoolItems, std::numeric_limits<uint64_t>::max()),
+      data_blocks_(std::max<uint64_t>(config.buffer_mb, kLeastDataBufferMb) << 20),
       tick_(std::move(tick)) {
   fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) throw std::runtime_error(path + ": " + std::strerror(errno));
@@ -56,6 +58,7 @@ Writer::Writer(const std::string& path, const env::Config& config, std::function
   }
   header_bytes_ = header.size();
   bytes_ = header.size();
+  setDataBufferCache(data_blocks_);
   thread_ = std::thread([this] { run(); });
 }
 
@@ -82,6 +85,7 @@ std::unique_ptr<QueuedRecord> Writer::blank() {
 
 void Writer::recycle(std::unique_ptr<QueuedRecord> item) {
   item->in_flight.reset();
+  item->data.clear();  // their blocks go back for the next ones
   if (item->bytes.capacity() > kPoolRecordBytes) return;  // large records (level 2) are freed here
   item->bytes.clear();
   pool_.tryPush(item);  // a full pool frees it here
@@ -95,7 +99,16 @@ bool Writer::push(std::unique_ptr<QueuedRecord> item) {
   submitting_.fetch_add(1);
   bool queued = false;
   while (!stopping_.load()) {
-    if (queue_.tryPush(item)) {
+    // Level 2: the blocks of tensor bytes in use, queued or being captured
+    // on any thread, stay within half their bound (data_blocks_) while the
+    // writer, emptying the queue, has any to give back (a record larger
+    // passes alone); the other half keeps blocks the writer gave back for
+    // the next captures (data_buffer.h), whose pages are otherwise faulted
+    // in anew. Measured on resnet18 + AdamW, 8 steps: with three quarters,
+    // 1.2 GB of new blocks and 0.51 M page faults; with half, 0.35 GB and
+    // 0.32 M (0.37 M before level 2's bytes left the program's heap).
+    const bool over = !item->data.empty() && dataBuffersInUse() > data_blocks_ / 2 && queue_.bytesQueued() != 0;
+    if (!over && queue_.tryPush(item)) {
       queued = true;
       break;
     }
@@ -171,7 +184,9 @@ void Writer::run() {
     }
     const bool added = item != nullptr;
     if (item && !item->bytes.empty()) {
-      sink_->add(item->bytes);
+      pieces_.clear();
+      for (const DataBuffer& d : item->data) pieces_.push_back(d.view());
+      sink_->add(item->bytes, pieces_);
       publishCounts();  // whole data frames may have been written
     }
     if (item) {

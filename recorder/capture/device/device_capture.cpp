@@ -57,8 +57,13 @@ class InFlightOp final : public InFlightRecord {
 
   void encodeInto(std::string& out) override {
     takeArrivedValues(*op_);
+    size_t size = 0;
+    forEachData(*op_, [&](format::Tensor& t, DataBuffer* apart) { size += apart ? apart->size() : t.data.size(); });
     format::encode(*op_, out);
-    format::appendData(*op_, out);
+    out.reserve(out.size() + size);
+    forEachData(*op_, [&](format::Tensor& t, DataBuffer* apart) {
+      out.append(apart != nullptr ? apart->view() : std::string_view(t.data));
+    });
   }
 
   uint64_t heldBytes() const override { return held_; }

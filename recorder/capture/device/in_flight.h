@@ -7,6 +7,9 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
+
+#include "recorder/write/data_buffer.h"
 
 namespace acc::recorder {
 
@@ -29,11 +32,16 @@ class InFlightRecord {
 // What the writer's queue holds: encoded bytes, or a record in flight.
 struct QueuedRecord {
   std::string bytes;
+  // Level 2 on the CPU: the tensor bytes that follow `bytes`, in tensor
+  // order, each in the buffer it was captured into (data_buffer.h).
+  std::vector<DataBuffer> data;
   std::unique_ptr<InFlightRecord> in_flight;
 };
 
 inline uint64_t queuedBytes(const QueuedRecord& r) {
-  return r.bytes.size() + (r.in_flight ? r.in_flight->heldBytes() : 0);
+  uint64_t n = r.bytes.size() + (r.in_flight ? r.in_flight->heldBytes() : 0);
+  for (const DataBuffer& d : r.data) n += d.size();
+  return n;
 }
 
 }  // namespace acc::recorder
