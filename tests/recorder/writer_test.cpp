@@ -48,6 +48,21 @@ std::string pattern(uint64_t index, size_t bytes) {
   return data;
 }
 
+// A CPU tensor of `bytes` uint8 elements whose bytes are recorded: in its
+// `data`, or held apart (`apart`: their size only, the caller queues them).
+format::Tensor byteTensor(size_t bytes, bool apart, uint32_t position = 0) {
+  format::Tensor t;
+  t.dtype = format::Dtype::UInt8;
+  t.device = "cpu";
+  t.position = position;
+  t.shape = {static_cast<int64_t>(bytes)};
+  t.strides = {1};
+  t.has_data = true;
+  t.data_apart = apart;
+  t.data_size = apart ? bytes : 0;
+  return t;
+}
+
 // What the observer submits: the record, then its tensor bytes.
 std::string encodedOp(uint64_t index, size_t data_bytes = 0, uint64_t thread = 0, size_t scalar_bytes = 0) {
   format::OpRecord r;
@@ -58,12 +73,7 @@ std::string encodedOp(uint64_t index, size_t data_bytes = 0, uint64_t thread = 0
   r.scalars = {{2, std::to_string(index)}};
   if (scalar_bytes) r.scalars.push_back({3, std::string(scalar_bytes, 'x')});
   if (data_bytes > 0) {
-    format::Tensor t;
-    t.dtype = format::Dtype::UInt8;
-    t.device = "cpu";
-    t.shape = {static_cast<int64_t>(data_bytes)};
-    t.strides = {1};
-    t.has_data = true;
+    format::Tensor t = byteTensor(data_bytes, /*apart=*/false);
     t.data = pattern(index, data_bytes);
     r.tensors.push_back(std::move(t));
   }
@@ -430,19 +440,10 @@ TEST_F(WriterTest, BytesHeldApartFollowTheirRecord) {
     r.name = "aten::cat." + std::to_string(i) + ".fwd";
     std::vector<DataBuffer> data;
     for (size_t k = 0; k < 3; ++k) {
-      format::Tensor t;
-      t.dtype = format::Dtype::UInt8;
-      t.device = "cpu";
-      t.position = static_cast<uint32_t>(k);
       const size_t n = k == 1 ? 0 : sizes[i] + k;
-      t.shape = {static_cast<int64_t>(n)};
-      t.strides = {1};
-      t.has_data = true;
-      t.data_apart = true;
-      t.data_size = n;
       const std::string bytes = pattern(i * 10 + k, n);
       data.emplace_back(bytes.data(), bytes.size());
-      r.tensors.push_back(std::move(t));
+      r.tensors.push_back(byteTensor(n, /*apart=*/true, static_cast<uint32_t>(k)));
     }
     auto item = writer.blank();
     format::encode(r, item->bytes);
@@ -485,15 +486,7 @@ TEST_F(WriterTest, BytesHeldApartStayWithinTheBudget) {
         format::OpRecord r;
         r.index = static_cast<uint64_t>(th * kEach + i);
         r.op = "aten::mul";
-        format::Tensor t;
-        t.dtype = format::Dtype::UInt8;
-        t.device = "cpu";
-        t.shape = {static_cast<int64_t>(kBytes)};
-        t.strides = {1};
-        t.has_data = true;
-        t.data_apart = true;
-        t.data_size = kBytes;
-        r.tensors.push_back(t);
+        r.tensors.push_back(byteTensor(kBytes, /*apart=*/true));
         auto item = writer.blank();
         item->data.emplace_back(noise.data(), noise.size());
         item->data.back().data()[0] = static_cast<char>(i);
