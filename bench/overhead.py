@@ -267,8 +267,9 @@ def run_once(args, python, script_path, config, run_index, out_root, keep_record
                             f"{manifest.get('status')!r}, not 'complete'\n{tail(proc.stderr)}")
         # A run whose writer could not write (a full disk) timed something
         # else than recording: its figures would mislead.
-        if manifest.get("io_error") or manifest.get("counts", {}).get("lost_io", 0):
-            raise RunFailed(f"{label}: the recorder lost {manifest.get('counts', {}).get('lost_io', 0)} records "
+        lost_io = manifest.get("counts", {}).get("lost_io", 0)
+        if manifest.get("io_error") or lost_io:
+            raise RunFailed(f"{label}: the recorder lost {lost_io} records "
                             f"to I/O ({manifest.get('io_error') or 'no error text'}) in {out_dir}: "
                             f"is the disk full? Level 2 writes gigabytes per run\n{tail(proc.stderr)}")
         # Each run's recording goes once read (level 2 on resnet18 writes

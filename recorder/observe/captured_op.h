@@ -122,8 +122,9 @@ struct CapturedOp : format::OpRecord {
 // Calls f(format::Tensor&, DataBuffer* apart) for each tensor whose bytes
 // follow the record's encoding, in tensor order: apart null where they are
 // the tensor's `data`. A tensor marked apart whose bytes the record does
-// not hold (which copyTensor prevents) is made to claim none: its encoded
-// size must be what follows.
+// not hold (copied by copyTensor from a record without them) is made to
+// claim none here, where the record is encoded: its encoded size must be
+// what follows.
 template <typename F>
 void forEachData(CapturedOp& r, F&& f) {
   size_t next = 0;
@@ -144,19 +145,12 @@ void forEachData(CapturedOp& r, F&& f) {
   }
 }
 
-// Appends `from`'s tensor i to `to`, with its bytes where `from` holds them
-// apart (a copy); without them where it cannot.
+// Appends `from`'s tensor i to `to`, with a copy of its bytes where `from`
+// holds them apart (where it does not, forEachData drops the claim).
 inline void copyTensor(const CapturedOp& from, size_t i, CapturedOp& to) {
   to.tensors.push_back(from.tensors[i]);
-  format::Tensor& t = to.tensors.back();
-  if (!t.data_apart) return;
-  const DataBuffer* b = from.bytesOf(i);
-  if (b == nullptr) {
-    t.has_data = false;
-    t.data_apart = false;
-    return;
-  }
-  to.bytes.push_back({to.tensors.size() - 1, DataBuffer(b->data(), b->size())});
+  const DataBuffer* b = to.tensors.back().data_apart ? from.bytesOf(i) : nullptr;
+  if (b != nullptr) to.bytes.push_back({to.tensors.size() - 1, DataBuffer(b->data(), b->size())});
 }
 
 // Where an op ran, for acc's lines: "step 3, module enc.0" ("(top level)"
