@@ -255,8 +255,9 @@ const std::vector<Variable>& variables() {
       {"ACC_BUFFER_MB", "256", "an integer 1..65536: MiB of records in flight to the writer"},
       {"ACC_DEVICE_BATCH", "512", "an integer 1..65536: device tensors whose statistics are computed together (1: each alone)"},
       {"ACC_ZSTD_LEVEL", "1", "an integer 1..19: zstd level of record frames"},
-      {"ACC_DATA_ZSTD_LEVEL", "-1", "an integer -100..19 except 0: zstd level of tensor data (negative: faster, larger)"},
+      {"ACC_DATA_ZSTD_LEVEL", "-100", "an integer -100..19 except 0: zstd level of tensor data (higher: slower, a little smaller)"},
       {"ACC_FRAME_KB", "1024", "an integer 16..65536: uncompressed KiB per frame"},
+      {"ACC_DATA_THREADS", "2", "an integer 1..64: threads compressing tensor data (level 2), the writer's own included"},
       {"ACC_ON_FULL", "wait", "wait (the op waits for the writer) or drop (count and drop)"},
       {"ACC_QUIET", "0", "0 or 1: 1 silences the start and end lines on stderr"},
       {"ACC_GRADS", "0", "0 or 1: 1 records each parameter's gradient at every optimizer step (grad::{parameter})"},
@@ -387,6 +388,7 @@ ParseResult parse(const Lookup& lookup, char** environment) {
     return true;
   });
   p.field("ACC_FRAME_KB", integer(c.frame_kb, 16, 65536));
+  p.field("ACC_DATA_THREADS", integer(c.data_threads, 1, 64));
   p.field("ACC_ON_FULL", oneOf(c.on_full, {{"wait", OnFull::Wait}, {"drop", OnFull::Drop}}));
   p.field("ACC_QUIET", boolean(c.quiet));
   p.field("ACC_EAGER", boolean(c.eager));

@@ -62,8 +62,11 @@ struct Config {
   // (recorder/capture/device/stats_batch.h); 1: each alone, as soon as it is captured.
   uint64_t device_batch = 512;
   int zstd_level = 1;        // record frames
-  int data_zstd_level = -1;  // data frames: float bytes barely compress, fast levels store them nearly as is
+  int data_zstd_level = -100;  // data frames: zstd's fastest search, literals Huffman-coded (format/frame.cpp)
   uint64_t frame_kb = 1024;
+  // Threads compressing data frames, the writer's own included
+  // (format/data_frame_pipeline.h): level 2's bytes were its one zstd's wait.
+  int data_threads = 2;
   OnFull on_full = OnFull::Wait;
   bool quiet = false;
   bool eager = false;  // torch.compile turned off (TORCH_COMPILE_DISABLE) so every op is recorded

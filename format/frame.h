@@ -44,6 +44,8 @@ class FrameEncoder {
   // A data frame: `payload` is the data stream from `stream_offset` on;
   // shuffled (v7) unless `shuffle` is false.
   void encodeData(std::string_view payload, uint64_t stream_offset, std::string& frame, bool shuffle = true);
+  // The same for a payload already shuffled (byteShuffle4).
+  void encodeShuffledData(std::string_view shuffled, uint64_t stream_offset, std::string& frame);
 
  private:
   struct Impl;

@@ -34,11 +34,13 @@ int writeAll(int fd, const char* data, size_t size) {
   return 0;
 }
 
-RecordSink::RecordSink(int fd, int zstd_level, int data_zstd_level, size_t frame_bytes)
+RecordSink::RecordSink(int fd, int zstd_level, int data_zstd_level, size_t frame_bytes, int data_threads)
     : fd_(fd),
       frame_bytes_(frame_bytes),
       encoder_(std::make_unique<FrameEncoder>(zstd_level)),
-      data_encoder_(std::make_unique<FrameEncoder>(data_zstd_level)) {}
+      data_encoder_(std::make_unique<FrameEncoder>(data_zstd_level)),
+      data_zstd_level_(data_zstd_level),
+      data_threads_(data_threads) {}
 
 RecordSink::~RecordSink() = default;
 
@@ -85,6 +87,27 @@ void RecordSink::addData(std::string_view data) {
 }
 
 void RecordSink::flushData(std::string_view data) {
+  if (data_threads_ > 1 && !pipeline_) {
+    try {
+      pipeline_ = std::make_unique<DataFramePipeline>(data_zstd_level_, data_threads_ - 1);
+    } catch (const std::exception&) {
+      data_threads_ = 1;  // no thread to be had: this one compresses, as it can
+    }
+  }
+  if (pipeline_) {
+    writeFinishedData();
+    while (pipeline_->full()) {
+      pipeline_->helpOrWait(*data_encoder_);
+      writeFinishedData();
+    }
+    try {
+      pipeline_->submit(data, data_offset_);
+    } catch (const std::exception& e) {  // no memory for its slot: the frame is lost, as below
+      if (error_.empty()) error_ = e.what();
+    }
+    data_offset_ += data.size();
+    return;
+  }
   try {
     data_encoder_->encodeData(data, data_offset_, frame_);
   } catch (const std::exception& e) {
@@ -92,18 +115,26 @@ void RecordSink::flushData(std::string_view data) {
     if (error_.empty()) error_ = e.what();
   }
   data_offset_ += data.size();
-  writeFrame();
+  writeFrame(frame_);
 }
 
-// Writes frame_; false when it or an earlier one failed.
-bool RecordSink::writeFrame() {
-  if (!error_.empty() || frame_.empty()) return false;
-  if (int err = writeAll(fd_, frame_.data(), frame_.size())) {
+// The pipeline's compressed frames, in stream order, as far as they are done.
+void RecordSink::writeFinishedData() {
+  pipeline_->takeFinished([this](const std::string& frame, const std::string& error) {
+    if (!error.empty() && error_.empty()) error_ = error;
+    writeFrame(frame);
+  });
+}
+
+// False when it or an earlier one failed.
+bool RecordSink::writeFrame(const std::string& frame) {
+  if (!error_.empty() || frame.empty()) return false;
+  if (int err = writeAll(fd_, frame.data(), frame.size())) {
     error_ = std::string("write failed: ") + std::strerror(err);
     return false;
   }
   frames_ += 1;
-  bytes_ += frame_.size();
+  bytes_ += frame.size();
   return true;
 }
 
@@ -111,6 +142,11 @@ RecordSink::Flushed RecordSink::flush() {
   if (!data_payload_.empty()) {
     flushData(data_payload_);
     data_payload_.clear();
+  }
+  // Every data frame before the record frame that refers to it.
+  while (pipeline_ && !pipeline_->empty()) {
+    pipeline_->helpOrWait(*data_encoder_);
+    writeFinishedData();
   }
   Flushed f{payload_records_, payload_others_, true};
   if (!payload_.empty()) {
@@ -120,7 +156,7 @@ RecordSink::Flushed RecordSink::flush() {
       frame_.clear();
       if (error_.empty()) error_ = e.what();
     }
-    f.ok = writeFrame();
+    f.ok = writeFrame(frame_);
   }
   payload_.clear();
   payload_records_ = 0;

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "format/data_frame_pipeline.h"
 #include "format/frame.h"
 
 namespace acc::format {
@@ -19,7 +20,9 @@ namespace acc::format {
 class RecordSink {
  public:
   // Writes to `fd`, which already holds the file header (fileHeader()).
-  RecordSink(int fd, int zstd_level, int data_zstd_level, size_t frame_bytes);
+  // `data_threads` > 1: data frames are compressed on that many threads,
+  // this one included (data_frame_pipeline.h), started at the first.
+  RecordSink(int fd, int zstd_level, int data_zstd_level, size_t frame_bytes, int data_threads = 1);
   ~RecordSink();
   RecordSink(const RecordSink&) = delete;
   RecordSink& operator=(const RecordSink&) = delete;
@@ -48,11 +51,15 @@ class RecordSink {
  private:
   void addData(std::string_view data);
   void flushData(std::string_view data);
-  bool writeFrame();
+  void writeFinishedData();
+  bool writeFrame(const std::string& frame);
 
   int fd_;
   const size_t frame_bytes_;
   std::unique_ptr<FrameEncoder> encoder_, data_encoder_;
+  const int data_zstd_level_;
+  int data_threads_;
+  std::unique_ptr<DataFramePipeline> pipeline_;  // data_threads_ > 1, from the first data frame
   std::string payload_;  // records not yet in a frame
   uint64_t payload_records_ = 0, payload_others_ = 0;
   std::string data_payload_;  // the data stream not yet in a frame

@@ -42,6 +42,7 @@ nlohmann::json configToJson(const env::Config& c) {
       {"zstd_level", c.zstd_level},
       {"data_zstd_level", c.data_zstd_level},
       {"frame_kb", c.frame_kb},
+      {"data_threads", c.data_threads},
       {"on_full", c.on_full == env::OnFull::Wait ? "wait" : "drop"},
   };
 }

@@ -155,7 +155,7 @@ bool Writer::settle(QueuedRecord& item, bool stopping) {
 void Writer::run() {
   blockTerminationSignals();
   sink_ = std::make_unique<format::RecordSink>(fd_, config_.zstd_level, config_.data_zstd_level,
-                                               config_.frame_kb << 10);
+                                               config_.frame_kb << 10, config_.data_threads);
   const size_t frame_bytes = config_.frame_kb << 10;
   auto last_flush = std::chrono::steady_clock::now();
   auto last_tick = last_flush;

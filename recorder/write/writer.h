@@ -1,5 +1,7 @@
-// The single background thread that turns queued records into zstd frames on
-// disk. Op threads only encode and enqueue; all I/O happens here.
+// The background thread that turns queued records into zstd frames on
+// disk (level 2's data frames with helpers of its own: ACC_DATA_THREADS,
+// format/data_frame_pipeline.h). Op threads only encode and enqueue; all
+// I/O happens here.
 #pragma once
 
 #include <atomic>

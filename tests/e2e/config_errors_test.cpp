@@ -27,7 +27,7 @@ const BadValue kBadValues[] = {
     {"ACC_RANKS", "zero"},          {"ACC_STACK", "java"},
     {"ACC_NESTED", "deep"},         {"ACC_DEDUP", "sometimes"},     {"ACC_BUFFER_MB", "0"}, {"ACC_DEVICE_BATCH", "0"},
     {"ACC_ZSTD_LEVEL", "99"},       {"ACC_DATA_ZSTD_LEVEL", "0"},
-    {"ACC_FRAME_KB", "1"},          {"ACC_ON_FULL", "crash"},
+    {"ACC_FRAME_KB", "1"},          {"ACC_DATA_THREADS", "0"},      {"ACC_ON_FULL", "crash"},
     {"ACC_QUIET", "loud"},          {"ACC_EAGER", "lazy"},
     {"ACC_GRADS", "all"},           {"ACC_WATCH", "nan"},
     {"ACC_WATCH_CONTEXT", "-1"},    {"ACC_WATCH_ABORT", "later"},

@@ -82,6 +82,8 @@ TEST(ConfigTest, DefaultsWhenNothingIsSet) {
   EXPECT_EQ(c.buffer_mb, 256u);
   EXPECT_EQ(c.zstd_level, 1);
   EXPECT_EQ(c.frame_kb, 1024u);
+  EXPECT_EQ(c.data_zstd_level, -100);
+  EXPECT_EQ(c.data_threads, 2);
   EXPECT_EQ(c.on_full, OnFull::Wait);
   EXPECT_FALSE(c.quiet);
 }
@@ -225,19 +227,23 @@ TEST(ConfigTest, NumericLimitsAtTheirBounds) {
   Config low = parseOk({{"ACC_BUFFER_MB", "1"},
                         {"ACC_ZSTD_LEVEL", "1"},
                         {"ACC_DATA_ZSTD_LEVEL", "-100"},
-                        {"ACC_FRAME_KB", "16"}});
+                        {"ACC_FRAME_KB", "16"},
+                        {"ACC_DATA_THREADS", "1"}});
   EXPECT_EQ(low.buffer_mb, 1u);
   EXPECT_EQ(low.zstd_level, 1);
   EXPECT_EQ(low.data_zstd_level, -100);
   EXPECT_EQ(low.frame_kb, 16u);
+  EXPECT_EQ(low.data_threads, 1);
   Config high = parseOk({{"ACC_BUFFER_MB", "65536"},
                          {"ACC_ZSTD_LEVEL", "19"},
                          {"ACC_DATA_ZSTD_LEVEL", "19"},
-                         {"ACC_FRAME_KB", "65536"}});
+                         {"ACC_FRAME_KB", "65536"},
+                         {"ACC_DATA_THREADS", "64"}});
   EXPECT_EQ(high.buffer_mb, 65536u);
   EXPECT_EQ(high.zstd_level, 19);
   EXPECT_EQ(high.data_zstd_level, 19);
   EXPECT_EQ(high.frame_kb, 65536u);
+  EXPECT_EQ(high.data_threads, 64);
 }
 
 TEST(ConfigTest, OnFullWaitOrDrop) {
@@ -304,6 +310,7 @@ INSTANTIATE_TEST_SUITE_P(
                       InvalidCase{"ACC_DATA_ZSTD_LEVEL", "0"}, InvalidCase{"ACC_DATA_ZSTD_LEVEL", "-101"},
                       InvalidCase{"ACC_DATA_ZSTD_LEVEL", "20"}, InvalidCase{"ACC_DATA_ZSTD_LEVEL", "fast"},
                       InvalidCase{"ACC_FRAME_KB", "15"}, InvalidCase{"ACC_FRAME_KB", "65537"},
+                      InvalidCase{"ACC_DATA_THREADS", "0"}, InvalidCase{"ACC_DATA_THREADS", "65"},
                       InvalidCase{"ACC_ON_FULL", "block"}, InvalidCase{"ACC_QUIET", "loud"},
                       InvalidCase{"ACC_EAGER", "lazy"}, InvalidCase{"ACC_GRADS", "2"},
                       InvalidCase{"ACC_WATCH", "nan"}, InvalidCase{"ACC_WATCH", "inf"},
@@ -328,7 +335,7 @@ TEST(ConfigTest, EveryDocumentedVariableHasAnInvalidCase) {
   for (const char* n :
        {"ACC_ENABLE", "ACC_OUTPUT_DIR", "ACC_LEVEL", "ACC_INPUTS", "ACC_OUTPUTS", "ACC_PASSES",
         "ACC_OP_RANGE", "ACC_OP_LIST", "ACC_MODULES", "ACC_SKIP", "ACC_STEPS", "ACC_RANKS", "ACC_STACK",
-        "ACC_NESTED", "ACC_DEDUP", "ACC_BUFFER_MB", "ACC_DEVICE_BATCH", "ACC_ZSTD_LEVEL", "ACC_DATA_ZSTD_LEVEL", "ACC_FRAME_KB", "ACC_ON_FULL",
+        "ACC_NESTED", "ACC_DEDUP", "ACC_BUFFER_MB", "ACC_DEVICE_BATCH", "ACC_ZSTD_LEVEL", "ACC_DATA_ZSTD_LEVEL", "ACC_FRAME_KB", "ACC_DATA_THREADS", "ACC_ON_FULL",
         "ACC_QUIET", "ACC_EAGER", "ACC_GRADS", "ACC_WATCH", "ACC_WATCH_CONTEXT", "ACC_WATCH_ABORT",
         "ACC_RANDOM", "ACC_OVERRIDE", "ACC_REFERENCE", "ACC_REFERENCE_CONTEXT", "ACC_REFERENCE_MAX",
         "ACC_REFERENCE_THRESHOLDS"}) {

@@ -6,6 +6,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -15,6 +18,7 @@
 #include "format/bytes.h"
 #include "format/frame.h"
 #include "format/record.h"
+#include "format/record_sink.h"
 
 namespace acc::format {
 namespace {
@@ -870,6 +874,94 @@ TEST_F(FrameFileTest, DataFrameMagicInVersionOneFileIsCorruption) {
   EXPECT_EQ(got, payload(0));
   EXPECT_EQ(reader.corruptFrames(), 1u);
   EXPECT_EQ(reader.dataFramesSeen(), 0u);
+}
+
+// Float32 bytes with a trained weight's spread: normal values of about 0.05.
+std::string normalFloats(size_t count, uint32_t seed) {
+  std::string out(count * 4, '\0');
+  uint64_t state = seed * 0x9E3779B97F4A7C15ULL + 1;
+  auto uniform = [&] {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (static_cast<double>(state >> 11) + 0.5) / 9007199254740992.0;
+  };
+  for (size_t i = 0; i < count; ++i) {
+    const float v = static_cast<float>(0.05 * std::sqrt(-2 * std::log(uniform())) * std::cos(6.283185307 * uniform()));
+    std::memcpy(out.data() + 4 * i, &v, 4);
+  }
+  return out;
+}
+
+// zstd's negative levels store literals as they are unless told otherwise,
+// and a shuffled float's sign-and-exponent bytes are literals: Huffman-coded,
+// they take about a third of their size (format/frame.cpp).
+TEST_F(FrameFileTest, FastDataFramesCodeTheirLiterals) {
+  const std::string floats = normalFloats(1 << 18, 1);
+  std::string frame;
+  for (int level : {-100, -1}) {
+    FrameEncoder(level).encodeData(floats, 0, frame);
+    EXPECT_LT(frame.size(), 0.85 * floats.size()) << "level " << level;
+  }
+}
+
+// RecordSink's data frames compressed on helper threads are the frames one
+// thread writes, in the same order, before the record frames that refer to
+// them: the files are the same bytes.
+TEST_F(FrameFileTest, DataFramesCompressedOnSeveralThreadsMakeTheSameFile) {
+  std::vector<std::string> items;
+  std::string stream;
+  for (int i = 0; i < 60; ++i) {
+    OpRecord r;
+    r.index = static_cast<uint64_t>(i);
+    r.name = "aten::mul." + std::to_string(i);
+    Tensor t;
+    t.role = Role::Output;
+    t.dtype = Dtype::Float32;
+    const size_t count = static_cast<size_t>(i % 7) * 3000 + static_cast<size_t>(i % 3);  // 0 to 72 KB
+    t.shape = {static_cast<int64_t>(count)};
+    t.strides = {1};
+    t.has_data = true;
+    t.data = normalFloats(count, static_cast<uint32_t>(i));
+    stream += t.data;
+    r.tensors = {t};
+    items.emplace_back();
+    encode(r, items.back());
+    appendData(r, items.back());
+  }
+  auto write = [&](int threads) {
+    const std::string path = (dir_ / ("threads" + std::to_string(threads))).string();
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    EXPECT_GE(fd, 0);
+    const std::string header = fileHeader();
+    EXPECT_EQ(::write(fd, header.data(), header.size()), static_cast<ssize_t>(header.size()));
+    RecordSink sink(fd, 1, -100, 16 << 10, threads);
+    uint64_t records = 0;
+    for (size_t i = 0; i < items.size(); ++i) {
+      sink.add(items[i]);
+      if (i % 13 == 12) records += sink.flush().records;  // record frames among the data frames
+    }
+    const RecordSink::Flushed last = sink.flush();
+    EXPECT_TRUE(last.ok) << sink.error();
+    EXPECT_EQ(records + last.records, items.size());
+    EXPECT_GT(sink.frames(), 60u);
+    ::close(fd);
+    return path;
+  };
+  const std::string one = write(1), four = write(4);
+  path_ = one;
+  const std::string one_bytes = readBytes();
+  path_ = four;
+  const std::string four_bytes = readBytes();
+  EXPECT_EQ(one_bytes.size(), four_bytes.size());
+  EXPECT_TRUE(one_bytes == four_bytes);
+
+  FrameReader reader(four);
+  std::string payload;
+  while (reader.next(payload)) {
+  }
+  std::string back(stream.size(), '?');
+  ASSERT_TRUE(reader.readData(0, stream.size(), back.data()));
+  EXPECT_TRUE(back == stream);
+  EXPECT_EQ(reader.corruptFrames() + reader.corruptDataFrames() + reader.truncatedBytes(), 0u);
 }
 
 }  // namespace
