@@ -121,6 +121,14 @@ bool deltaPays(std::string_view values, std::string_view base) {
   return gain > 0;
 }
 
+// `out`, the record's last content, becomes the link after `base`'s.
+void linkDelta(format::Tensor& out, DeltaBase& base, ContentStore& contents, CapturedOp& record) {
+  out.delta_base = base.content;
+  record.contents.back().delta_depth = static_cast<uint8_t>(base.depth + 1);
+  contents.countDelta();
+  base.content = 0;  // used
+}
+
 // An output defined here whose tensor an input held at the op's start:
 // its bytes become the XOR of the two, and its content a link of a chain.
 void recordAsDelta(const at::Tensor& t, format::Tensor& out, ContentStore& contents, CapturedOp& record) {
@@ -133,12 +141,33 @@ void recordAsDelta(const at::Tensor& t, format::Tensor& out, ContentStore& conte
     const std::string_view bytes = held->view();
     if (bytes.size() != values.size() || !deltaPays(values.view(), bytes)) return;
     format::xorBytes(values.data(), bytes.data(), bytes.size());
-    out.delta_base = base.content;
-    record.contents.back().delta_depth = static_cast<uint8_t>(base.depth + 1);
-    contents.countDelta();
-    base.content = 0;  // used
+    linkDelta(out, base, contents, record);
     return;
   }
+}
+
+// The delta of an output whose tensor an input held at the op's start, in
+// the block that holds the input's copy (keepDeltaBase): the output is read
+// once and never copied. False where that copy is not there (the input's
+// bytes are this record's own, recordAsDelta's case) or the delta does not
+// pay: the output is then captured whole.
+bool captureAsDelta(const at::Tensor& t, format::Tensor& out, ContentStore& contents, CapturedOp& record) {
+  if (!t.is_contiguous() || !readable(t)) return false;
+  for (DeltaBase& base : record.delta_bases) {
+    if (base.impl != t.unsafeGetTensorImpl() || base.content == 0) continue;
+    const std::string_view values(static_cast<const char*>(t.data_ptr()), t.nbytes());
+    if (base.tensor != SIZE_MAX || base.bytes.size() != values.size() || !deltaPays(values, base.bytes.view())) {
+      return false;
+    }
+    format::xorBytes(base.bytes.data(), values.data(), values.size());
+    record.bytes.push_back({record.tensors.size() - 1, std::move(base.bytes)});
+    out.data_size = values.size();
+    out.has_data = true;
+    out.data_apart = true;
+    linkDelta(out, base, contents, record);
+    return true;
+  }
+  return false;
 }
 
 // Level 2 on the CPU: the bytes of `t`, the record's last tensor, held
@@ -248,15 +277,18 @@ void captureValue(const c10::IValue& value, format::Role role, uint32_t position
     format::Tensor& out = record_pool::appendTensor(record);
     const int own = content.ref ? 0 : level;
     captureTensorInto(out, t, role, position, item, std::min(own, 1));
-    if (own >= 2) captureBytesApart(t, record);
-    out.uninitialized = garbage;
-    out.content = content.id;
     // Level 2 on the CPU: an in-place op's output recorded as a delta on
     // what the same tensor held at the op's start (format v8).
+    const bool delta_output = own >= 2 && values && content.id != 0 && t.device().is_cpu() &&
+                              role == format::Role::Output && !record.delta_bases.empty();
+    const bool delta_done = delta_output && captureAsDelta(t, out, *capture.contents, record);
+    if (own >= 2 && !delta_done) captureBytesApart(t, record);
+    out.uninitialized = garbage;
+    out.content = content.id;
     if (level >= 2 && values && content.id != 0 && t.device().is_cpu()) {
       if (role == format::Role::Input && capture.writes != nullptr && capture.writes->writes(position)) {
         keepDeltaBase(t, content, record);
-      } else if (role == format::Role::Output && !content.ref && !record.delta_bases.empty()) {
+      } else if (delta_output && !delta_done) {
         recordAsDelta(t, out, *capture.contents, record);
       }
     }
