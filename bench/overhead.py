@@ -302,6 +302,10 @@ def summarize(config, runs, per_step):
         samples = [t for r in runs for t in r["step_times"]]
         row["metric"] = "seconds_per_step"
         row["run_medians"] = [statistics.median(r["step_times"]) for r in runs]
+        # The sustained pace: the second half of each run's steps, once a
+        # queue or the page cache no longer absorbs what recording writes.
+        row["late_mean"] = statistics.median(
+            statistics.mean(r["step_times"][len(r["step_times"]) // 2:]) for r in runs if r["step_times"])
     else:
         samples = [r["wall"] for r in runs]
         row["metric"] = "seconds_per_process"
@@ -627,6 +631,11 @@ def main(argv):
                       + ", ".join(f"{r['config']} {r['paired_ratio']:.2f}x" for r in paired)
                       + "".join(f"; {r['config']} against level 1 {r['paired_over_level1']:.2f}x"
                                 for r in paired if r.get("paired_over_level1") is not None))
+            if per_step and rows[0].get("late_mean") and len(rows) > 1:
+                print("late:       mean of each run's second half of steps (median over runs) against the "
+                      "unrecorded run's, the pace once nothing absorbs what recording writes: "
+                      + ", ".join(f"{r['config']} {r['late_mean'] / rows[0]['late_mean']:.2f}x" for r in rows[1:]
+                                  if r.get("late_mean")))
         return 0
     finally:
         if not args.keep:

@@ -126,15 +126,26 @@ void RecordSink::writeFinishedData() {
   });
 }
 
+void RecordSink::writeDirect(std::string_view written) { file_ = std::make_unique<DirectFile>(fd_, written); }
+
 // False when it or an earlier one failed.
 bool RecordSink::writeFrame(const std::string& frame) {
   if (!error_.empty() || frame.empty()) return false;
-  if (int err = writeAll(fd_, frame.data(), frame.size())) {
+  if (int err = file_ ? file_->append(frame.data(), frame.size()) : writeAll(fd_, frame.data(), frame.size())) {
     error_ = std::string("write failed: ") + std::strerror(err);
     return false;
   }
   frames_ += 1;
   bytes_ += frame.size();
+  return true;
+}
+
+bool RecordSink::syncFile() {
+  if (!file_ || !error_.empty()) return error_.empty();
+  if (int err = file_->sync()) {
+    error_ = std::string("write failed: ") + std::strerror(err);
+    return false;
+  }
   return true;
 }
 
@@ -158,6 +169,9 @@ RecordSink::Flushed RecordSink::flush() {
     }
     f.ok = writeFrame(frame_);
   }
+  // What DirectFile stages reaches the file here: the records' frame with
+  // the data before it.
+  if (!syncFile()) f.ok = false;
   payload_.clear();
   payload_records_ = 0;
   payload_others_ = 0;

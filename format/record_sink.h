@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "format/data_frame_pipeline.h"
+#include "format/direct_file.h"
 #include "format/frame.h"
 
 namespace acc::format {
@@ -26,6 +27,11 @@ class RecordSink {
   ~RecordSink();
   RecordSink(const RecordSink&) = delete;
   RecordSink& operator=(const RecordSink&) = delete;
+
+  // From now on frames go to `fd` through a DirectFile (direct_file.h),
+  // O_DIRECT where the filesystem takes it; the file holds `written`. Before
+  // the first frame.
+  void writeDirect(std::string_view written);
 
   // One item: encode() output, for an op record followed by its
   // appendData() bytes, and then `more` of its bytes, in tensor order (the
@@ -46,6 +52,7 @@ class RecordSink {
 
   const std::string& error() const { return error_; }  // the first I/O or encoding error
   uint64_t frames() const { return frames_; }
+  bool directIo() const { return file_ && file_->direct(); }  // so far, through O_DIRECT
   uint64_t bytes() const { return bytes_; }
 
  private:
@@ -53,6 +60,7 @@ class RecordSink {
   void flushData(std::string_view data);
   void writeFinishedData();
   bool writeFrame(const std::string& frame);
+  bool syncFile();
 
   int fd_;
   const size_t frame_bytes_;
@@ -60,6 +68,7 @@ class RecordSink {
   const int data_zstd_level_;
   int data_threads_;
   std::unique_ptr<DataFramePipeline> pipeline_;  // data_threads_ > 1, from the first data frame
+  std::unique_ptr<DirectFile> file_;             // writeDirect(); else plain writes
   std::string payload_;  // records not yet in a frame
   uint64_t payload_records_ = 0, payload_others_ = 0;
   std::string data_payload_;  // the data stream not yet in a frame

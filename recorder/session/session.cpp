@@ -314,6 +314,7 @@ void Session::writeManifest(const char* status, bool last) {
       {"contents", contents_.countsJson()},
       {"device_stats", stats_batch_.countsJson()},
       {"data_buffers", dataBuffersJson()},
+      {"direct_io", w.direct_io},
       {"io_error", writer_->ioError()},
   };
   if (const int sig = signal_.number.load()) {

@@ -1,7 +1,8 @@
 // The background thread that turns queued records into zstd frames on
 // disk (level 2's data frames with helpers of its own: ACC_DATA_THREADS,
-// format/data_frame_pipeline.h). Op threads only encode and enqueue; all
-// I/O happens here.
+// format/data_frame_pipeline.h; and its file written through O_DIRECT,
+// format/direct_file.h). Op threads only encode and enqueue; all I/O
+// happens here.
 #pragma once
 
 #include <atomic>
@@ -32,6 +33,7 @@ struct WriterCounts {
   uint64_t bytes_written = 0;
   uint64_t others_lost = 0;  // stack records dropped or not written
   uint64_t in_flight_waits = 0;  // in-flight records the writer had to wait for
+  bool direct_io = false;  // level 2: records.acc written through O_DIRECT (format/direct_file.h)
 };
 
 class Writer {
@@ -103,6 +105,7 @@ class Writer {
 
   std::atomic<uint64_t> written_{0}, dropped_{0}, lost_{0}, frames_{0}, bytes_{0}, others_lost_{0},
       in_flight_waits_{0};
+  std::atomic<bool> direct_io_{false};
   mutable std::mutex error_mutex_;
   std::string io_error_;
 };

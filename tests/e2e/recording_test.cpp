@@ -3,6 +3,9 @@
 // being bit-identical to an unrecorded run.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstdint>
 #include <cmath>
 #include <cstring>
@@ -45,6 +48,16 @@ ACC_CACHED const RecordedMlp& recordedMlp(const std::map<std::string, std::strin
     if (exists(slot->dir / "rank0/records.acc")) slot->rec = readRank(slot->dir / "rank0");
   }
   return *slot;
+}
+
+// Whether files in `dir` can be opened for O_DIRECT.
+bool takesDirectIo(const std::string& dir) {
+  const std::string probe = dir + "/direct_probe";
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_DIRECT | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return true;
 }
 
 std::vector<const format::Tensor*> tensorsOf(const format::OpRecord& r, Role role) {
@@ -232,6 +245,10 @@ TEST(Recording, Level2DataEqualsTheTensorsTheProgramComputed) {
   const std::string base = "aten::linear." + std::to_string(linears[0]->op_number);
   EXPECT_EQ(bytesOf(m.rec.find(base + ".bwd.2"), Role::GradOut, 0), readFile(saved / "weight0_grad.bin"));
   EXPECT_EQ(readFile(saved / "hidden.bin").size(), 5u * 16u * 4u);
+  // Written around the page cache where the filesystem allows it
+  // (format/direct_file.h), level 1 through it.
+  EXPECT_EQ(m.rec.manifest["direct_io"], takesDirectIo(m.dir.path())) << m.rec.manifest.dump();
+  EXPECT_EQ(recordedMlp({}).rec.manifest["direct_io"], false);
 }
 
 TEST(Recording, InPlaceOpInputsAreCapturedBeforeTheOpWritesThem) {

@@ -905,7 +905,7 @@ TEST_F(FrameFileTest, FastDataFramesCodeTheirLiterals) {
 
 // RecordSink's data frames compressed on helper threads are the frames one
 // thread writes, in the same order, before the record frames that refer to
-// them: the files are the same bytes.
+// them; written through DirectFile (level 2), the file is the same too.
 TEST_F(FrameFileTest, DataFramesCompressedOnSeveralThreadsMakeTheSameFile) {
   std::vector<std::string> items;
   std::string stream;
@@ -927,13 +927,14 @@ TEST_F(FrameFileTest, DataFramesCompressedOnSeveralThreadsMakeTheSameFile) {
     encode(r, items.back());
     appendData(r, items.back());
   }
-  auto write = [&](int threads) {
-    const std::string path = (dir_ / ("threads" + std::to_string(threads))).string();
+  auto write = [&](int threads, bool direct) {
+    const std::string path = (dir_ / ("threads" + std::to_string(threads) + (direct ? "direct" : ""))).string();
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     EXPECT_GE(fd, 0);
     const std::string header = fileHeader();
     EXPECT_EQ(::write(fd, header.data(), header.size()), static_cast<ssize_t>(header.size()));
     RecordSink sink(fd, 1, -100, 16 << 10, threads);
+    if (direct) sink.writeDirect(header);
     uint64_t records = 0;
     for (size_t i = 0; i < items.size(); ++i) {
       sink.add(items[i]);
@@ -946,13 +947,17 @@ TEST_F(FrameFileTest, DataFramesCompressedOnSeveralThreadsMakeTheSameFile) {
     ::close(fd);
     return path;
   };
-  const std::string one = write(1), four = write(4);
+  const std::string one = write(1, false), four = write(4, false), direct = write(4, true);
   path_ = one;
   const std::string one_bytes = readBytes();
   path_ = four;
   const std::string four_bytes = readBytes();
+  path_ = direct;
+  const std::string direct_bytes = readBytes();
   EXPECT_EQ(one_bytes.size(), four_bytes.size());
   EXPECT_TRUE(one_bytes == four_bytes);
+  EXPECT_EQ(one_bytes.size(), direct_bytes.size());
+  EXPECT_TRUE(one_bytes == direct_bytes);
 
   FrameReader reader(four);
   std::string payload;
