@@ -129,21 +129,37 @@ void linkDelta(format::Tensor& out, DeltaBase& base, ContentStore& contents, Cap
   base.content = 0;  // used
 }
 
+// What an input of the same tensor held at the op's start, not yet used
+// for a delta; null when none.
+DeltaBase* unusedBaseOf(const at::Tensor& t, CapturedOp& record) {
+  for (DeltaBase& base : record.delta_bases) {
+    if (base.impl == t.unsafeGetTensorImpl() && base.content != 0) return &base;
+  }
+  return nullptr;
+}
+
+// `bytes`, the record's last tensor's, held apart in acc's memory
+// (data_buffer.h), not in the tensor's `data`.
+void holdApart(DataBuffer bytes, format::Tensor& out, CapturedOp& record) {
+  out.data_size = bytes.size();
+  out.has_data = true;
+  out.data_apart = true;
+  record.bytes.push_back({record.tensors.size() - 1, std::move(bytes)});
+}
+
 // An output defined here whose tensor an input held at the op's start:
 // its bytes become the XOR of the two, and its content a link of a chain.
 void recordAsDelta(const at::Tensor& t, format::Tensor& out, ContentStore& contents, CapturedOp& record) {
   if (record.bytes.empty() || record.bytes.back().tensor != record.tensors.size() - 1) return;
   DataBuffer& values = record.bytes.back().bytes;
-  for (DeltaBase& base : record.delta_bases) {
-    if (base.impl != t.unsafeGetTensorImpl() || base.content == 0) continue;
-    const DataBuffer* held = base.tensor == SIZE_MAX ? &base.bytes : record.bytesOf(base.tensor);
-    if (held == nullptr) return;
-    const std::string_view bytes = held->view();
-    if (bytes.size() != values.size() || !deltaPays(values.view(), bytes)) return;
-    format::xorBytes(values.data(), bytes.data(), bytes.size());
-    linkDelta(out, base, contents, record);
-    return;
-  }
+  DeltaBase* base = unusedBaseOf(t, record);
+  if (base == nullptr) return;
+  const DataBuffer* held = base->tensor == SIZE_MAX ? &base->bytes : record.bytesOf(base->tensor);
+  if (held == nullptr) return;
+  const std::string_view bytes = held->view();
+  if (bytes.size() != values.size() || !deltaPays(values.view(), bytes)) return;
+  format::xorBytes(values.data(), bytes.data(), bytes.size());
+  linkDelta(out, *base, contents, record);
 }
 
 // The delta of an output whose tensor an input held at the op's start, in
@@ -153,33 +169,23 @@ void recordAsDelta(const at::Tensor& t, format::Tensor& out, ContentStore& conte
 // pay: the output is then captured whole.
 bool captureAsDelta(const at::Tensor& t, format::Tensor& out, ContentStore& contents, CapturedOp& record) {
   if (!t.is_contiguous() || !readable(t)) return false;
-  for (DeltaBase& base : record.delta_bases) {
-    if (base.impl != t.unsafeGetTensorImpl() || base.content == 0) continue;
-    const std::string_view values(static_cast<const char*>(t.data_ptr()), t.nbytes());
-    if (base.tensor != SIZE_MAX || base.bytes.size() != values.size() || !deltaPays(values, base.bytes.view())) {
-      return false;
-    }
-    format::xorBytes(base.bytes.data(), values.data(), values.size());
-    record.bytes.push_back({record.tensors.size() - 1, std::move(base.bytes)});
-    out.data_size = values.size();
-    out.has_data = true;
-    out.data_apart = true;
-    linkDelta(out, base, contents, record);
-    return true;
+  DeltaBase* base = unusedBaseOf(t, record);
+  if (base == nullptr) return false;
+  const std::string_view values(static_cast<const char*>(t.data_ptr()), t.nbytes());
+  if (base->tensor != SIZE_MAX || base->bytes.size() != values.size() || !deltaPays(values, base->bytes.view())) {
+    return false;
   }
-  return false;
+  format::xorBytes(base->bytes.data(), values.data(), values.size());
+  holdApart(std::move(base->bytes), out, record);
+  linkDelta(out, *base, contents, record);
+  return true;
 }
 
-// Level 2 on the CPU: the bytes of `t`, the record's last tensor, held
-// apart in acc's memory (data_buffer.h), not in the tensor's `data`.
+// Level 2 on the CPU: the bytes of `t`, the record's last tensor.
 void captureBytesApart(const at::Tensor& t, CapturedOp& record) {
   if (!t.device().is_cpu() || !readable(t)) return;
   at::Tensor host = t.contiguous();  // itself when contiguous: no op, no autograd
-  format::Tensor& out = record.tensors.back();
-  record.bytes.push_back({record.tensors.size() - 1, DataBuffer(host.data_ptr(), host.nbytes())});
-  out.data_size = host.nbytes();
-  out.has_data = true;
-  out.data_apart = true;
+  holdApart(DataBuffer(host.data_ptr(), host.nbytes()), record.tensors.back(), record);
 }
 
 }  // namespace
