@@ -5,6 +5,7 @@
 #include <array>
 
 #include "format/bytes.h"
+#include "format/delta_map.h"
 
 namespace acc::format {
 namespace {
@@ -30,11 +31,13 @@ const DtypeInfo& info(Dtype d) {
 // kContent (a content id follows the flags) and kContentRef (with kContent:
 // neither statistics nor data size follow, kHasStats and kHasData say what
 // the content holds); v8 adds kDeltaBase (with kContent and data in the
-// stream: the id of the content the bytes are XOR'ed with follows the id).
+// stream: the id of the content the bytes are XOR'ed with follows the id);
+// v9 adds kDeltaMap (with kDeltaBase: the map of the base's values and its
+// scalar follow the base).
 constexpr uint8_t kHasStats = 1, kHasData = 2, kDataInStream = 4, kUninitialized = 8, kContent = 16,
-                  kContentRef = 32, kDeltaBase = 64;
+                  kContentRef = 32, kDeltaBase = 64, kDeltaMap = 128;
 constexpr uint8_t kKnownFlags =
-    kHasStats | kHasData | kDataInStream | kUninitialized | kContent | kContentRef | kDeltaBase;
+    kHasStats | kHasData | kDataInStream | kUninitialized | kContent | kContentRef | kDeltaBase | kDeltaMap;
 
 // v3: an op record may end with a tail: flags saying which fields follow.
 constexpr uint64_t kTailOverload = 1;
@@ -54,11 +57,16 @@ void encodeTensor(const Tensor& t, ByteWriter& w) {
   for (int64_t s : t.strides) w.zigzag(s);
   const bool ref = t.content != 0 && t.content_ref;
   const bool delta = t.content != 0 && !ref && t.has_data && t.delta_base != 0;
+  const bool mapped = delta && t.delta_map != DeltaMap::None;
   w.u8(static_cast<uint8_t>((t.has_stats ? kHasStats : 0) | (t.has_data ? kHasData | kDataInStream : 0) |
                             (t.uninitialized ? kUninitialized : 0) | (t.content != 0 ? kContent : 0) |
-                            (ref ? kContentRef : 0) | (delta ? kDeltaBase : 0)));
+                            (ref ? kContentRef : 0) | (delta ? kDeltaBase : 0) | (mapped ? kDeltaMap : 0)));
   if (t.content != 0) w.varint(t.content);
   if (delta) w.varint(t.delta_base);
+  if (mapped) {
+    w.u8(static_cast<uint8_t>(t.delta_map));
+    w.f64(t.delta_scalar);
+  }
   if (ref) return;
   if (t.has_stats) encodeStats(t.stats, w);
   if (t.has_data) w.varint(t.data_apart ? t.data_size : t.data.size());
@@ -96,6 +104,14 @@ Tensor decodeTensor(ByteReader& r, bool with_data, uint64_t& data_offset) {
     // Contents are numbered in order: a base is always an earlier one (no cycles).
     if (t.delta_base == 0 || t.delta_base >= t.content) throw FormatError("delta base is not an earlier content");
   }
+  if (flags & kDeltaMap) {
+    if (!(flags & kDeltaBase)) throw FormatError("delta map without a delta base");
+    t.delta_map = static_cast<DeltaMap>(r.u8());
+    t.delta_scalar = r.f64();
+    if (t.delta_map == DeltaMap::None || !deltaMapDefined(t.delta_map, t.dtype, t.delta_scalar)) {
+      throw FormatError("delta map not defined on the tensor's dtype");
+    }
+  }
   if (flags & kContentRef) {
     if (!(flags & kContent)) throw FormatError("content reference without a content id");
     // Its statistics and bytes are the content's: resolved by the reader.
@@ -127,18 +143,6 @@ void frameRecord(RecordKind kind, std::string_view body, std::string& out) {
 }
 
 }  // namespace
-
-void xorBytes(char* out, const char* in, size_t size) {
-  size_t i = 0;
-  for (; i + 8 <= size; i += 8) {
-    uint64_t a, b;
-    std::memcpy(&a, out + i, 8);
-    std::memcpy(&b, in + i, 8);
-    a ^= b;
-    std::memcpy(out + i, &a, 8);
-  }
-  for (; i < size; ++i) out[i] ^= in[i];
-}
 
 void encodeStats(const Stats& s, ByteWriter& w) {
   w.f64(s.min);

@@ -10,7 +10,7 @@ namespace acc::format {
 
 // Bumped whenever the encoding of a record changes; readers refuse newer ones
 // and still read every older one (docs/FORMAT.md, "Version history").
-constexpr uint16_t kFormatVersion = 8;
+constexpr uint16_t kFormatVersion = 9;
 
 enum class Dtype : uint8_t {
   Unknown = 0, Bool, UInt8, Int8, Int16, Int32, Int64,
@@ -38,6 +38,11 @@ struct Stats {
 
 class ByteWriter;
 class ByteReader;
+
+// v9: what a delta's base values go through before the XOR (format/delta_map.h):
+// the op's own arithmetic with its scalar, so that a correct kernel's
+// output XORs to zeros.
+enum class DeltaMap : uint8_t { None = 0, Multiply = 1, Add = 2, Divide = 3, Sqrt = 4 };
 // A Stats' encoding inside a record (also used by compare's spill).
 void encodeStats(const Stats& s, ByteWriter& w);
 Stats decodeStats(ByteReader& r);
@@ -75,13 +80,13 @@ struct Tensor {
   // Readers undo it while loading the bytes (analyzer/read/recording.h); a
   // reference carries its content's base once resolved.
   uint64_t delta_base = 0;
+  // v9: the bytes are XOR'ed with delta_map(the base's values, delta_scalar)
+  // instead (format/delta_map.h); None: with the values themselves.
+  DeltaMap delta_map = DeltaMap::None;
+  double delta_scalar = 0;
 
   uint64_t numel() const;
 };
-
-// out[i] ^= in[i] for `size` bytes: how a delta (Tensor::delta_base) is
-// made from values and its base, and undone.
-void xorBytes(char* out, const char* in, size_t size);
 
 struct Scalar {
   uint32_t position = 0;

@@ -42,6 +42,9 @@ uint64_t ContentTable::resolve(format::OpRecord& r) {
       c.data_offset = t.data_offset;
       c.data_size = t.has_data ? t.data_size : 0;
       c.delta_base = t.has_data ? t.delta_base : 0;
+      c.dtype = t.dtype;
+      c.delta_map = c.delta_base != 0 ? t.delta_map : format::DeltaMap::None;
+      c.delta_scalar = t.delta_scalar;
       define(c);
       continue;
     }
@@ -61,6 +64,8 @@ uint64_t ContentTable::resolve(format::OpRecord& r) {
     t.data_offset = t.has_data ? c.data_offset : 0;
     t.data_size = t.has_data ? c.data_size : 0;
     t.delta_base = t.has_data ? c.delta_base : 0;
+    t.delta_map = t.delta_base != 0 ? c.delta_map : format::DeltaMap::None;
+    t.delta_scalar = c.delta_scalar;
   }
   return unknown;
 }
@@ -68,7 +73,7 @@ uint64_t ContentTable::resolve(format::OpRecord& r) {
 bool ContentTable::dataPlace(uint64_t id, DataPlace& out) {
   Content c;
   if (!find(id, c) || !c.has_data || !c.data_in_stream) return false;
-  out = {c.data_offset, c.data_size, c.delta_base};
+  out = {c.data_offset, c.data_size, c.delta_base, c.dtype, c.delta_map, c.delta_scalar};
   return true;
 }
 

@@ -39,10 +39,13 @@ class ContentTable {
   uint64_t resolve(format::OpRecord& r);
 
   // Where a content's bytes lie in the data stream, and the content they
-  // are XOR'ed with (0: none; format v8). False when the content is
-  // unknown or has no bytes in the stream.
+  // are XOR'ed with (0: none; format v8) through which map (v9). False when
+  // the content is unknown or has no bytes in the stream.
   struct DataPlace {
     uint64_t offset = 0, size = 0, delta_base = 0;
+    format::Dtype dtype = format::Dtype::Unknown;
+    format::DeltaMap delta_map = format::DeltaMap::None;
+    double delta_scalar = 0;
   };
   bool dataPlace(uint64_t id, DataPlace& out);
 
@@ -58,6 +61,9 @@ class ContentTable {
     format::Stats stats;
     uint64_t data_offset = 0, data_size = 0;
     uint64_t delta_base = 0;
+    double delta_scalar = 0;
+    format::Dtype dtype = format::Dtype::Unknown;
+    format::DeltaMap delta_map = format::DeltaMap::None;
     bool has_stats = false, has_data = false, data_in_stream = false;
   };
   struct Free {

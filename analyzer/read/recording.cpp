@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "format/bytes.h"
+#include "format/delta_map.h"
 #include "env/config.h"
 #include "format/frame.h"
 
@@ -97,41 +98,63 @@ constexpr int kMaxDeltaChain = 64;
 // values of the base are most often in the same record (the input an
 // in-place op overwrote, loaded just before) or among those restored
 // lately (the op before it in the chain); otherwise the base's stored
-// bytes, and its own base's, are read from the stream behind us. A tensor
-// whose base cannot be read loses its data.
+// bytes, and its own base's, are read from the stream behind us down to
+// values the chain rests on, and undone from there up (a v9 link XORs the
+// values below it mapped: format/delta_map.h). A tensor whose base cannot
+// be read loses its data.
 void undoDeltas(format::OpRecord& r, const std::vector<char>& bad, format::FrameReader& file, ContentTable& contents,
                 ReadDamage& damage) {
   RecentValues& recent = contents.recentValues();
-  std::string chain;  // one link's stored bytes
+  struct Link {
+    std::string bytes;  // stored
+    format::Dtype dtype = format::Dtype::Unknown;
+    format::DeltaMap map = format::DeltaMap::None;
+    double scalar = 0;
+  };
+  std::vector<Link> links;  // between the tensor and the values below, nearest first
+  std::string root;         // values stored as they are, at the chain's end
   for (size_t k = 0; k < r.tensors.size(); ++k) {
     format::Tensor& t = r.tensors[k];
     if (t.delta_base == 0 || !t.has_data || !t.data_in_stream || bad[k]) continue;
     const size_t size = t.data.size();
-    bool ok = false;
-    for (size_t j = 0; j < k && !ok; ++j) {
+    const std::string* below = nullptr;  // the base's values
+    for (size_t j = 0; j < k && below == nullptr; ++j) {
       const format::Tensor& base = r.tensors[j];
-      if (base.content == t.delta_base && base.has_data && !bad[j] && base.data.size() == size) {
-        format::xorBytes(t.data.data(), base.data.data(), size);
-        ok = true;
-      }
+      if (base.content == t.delta_base && base.has_data && !bad[j] && base.data.size() == size) below = &base.data;
     }
+    size_t depth = 0;
     uint64_t link = t.delta_base;
-    for (int depth = 0; !ok && depth < kMaxDeltaChain; ++depth) {
+    while (below == nullptr && depth < kMaxDeltaChain) {
       if (const std::string* known = recent.find(link); known != nullptr && known->size() == size) {
-        format::xorBytes(t.data.data(), known->data(), size);
-        ok = true;
+        below = known;
         break;
       }
       ContentTable::DataPlace place;
       if (!contents.dataPlace(link, place) || place.size != size) break;
-      chain.resize(place.size);
-      if (place.size != 0 && !file.readData(place.offset, place.size, chain.data())) break;
-      format::xorBytes(t.data.data(), chain.data(), chain.size());
-      ok = place.delta_base == 0;
+      std::string& bytes = place.delta_base == 0 ? root : (depth < links.size() ? links[depth] : links.emplace_back()).bytes;
+      bytes.resize(place.size);
+      if (place.size != 0 && !file.readData(place.offset, place.size, bytes.data())) break;
+      if (place.delta_base == 0) {
+        below = &root;
+        break;
+      }
+      links[depth].dtype = place.dtype;
+      links[depth].map = place.delta_map;
+      links[depth].scalar = place.delta_scalar;
+      ++depth;
       link = place.delta_base;
     }
+    if (below != nullptr) {
+      for (size_t i = depth; i-- > 0;) {
+        Link& l = links[i];
+        format::xorMapped(below->data(), l.bytes.data(), l.bytes.data(), size, l.dtype, l.map, l.scalar);
+        below = &l.bytes;
+      }
+      format::xorMapped(below->data(), t.data.data(), t.data.data(), size, t.dtype, t.delta_map, t.delta_scalar);
+    }
     t.delta_base = 0;
-    if (ok) {
+    t.delta_map = format::DeltaMap::None;
+    if (below != nullptr) {
       recent.put(t.content, t.data);
       continue;
     }
@@ -150,6 +173,7 @@ bool restoredLately(format::Tensor& t, ContentTable& contents) {
   if (known == nullptr || known->size() != t.data_size) return false;
   t.data = *known;
   t.delta_base = 0;
+  t.delta_map = format::DeltaMap::None;
   return true;
 }
 

@@ -285,7 +285,8 @@ nlohmann::json ContentStore::countsJson() const {
           {"referenced", referenced_.load()},
           {"sample_mismatches", sample_mismatches_.load()},
           {"aliased_storages", aliased_storages_.load()},
-          {"deltas", deltas_.load()}};
+          {"deltas", deltas_.load()},
+          {"mapped_deltas", mapped_deltas_.load()}};
 }
 
 }  // namespace acc::recorder

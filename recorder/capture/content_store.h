@@ -68,8 +68,12 @@ class ContentStore {
   // deduplicated again, as a storage with two counters.
   void writtenUnseen(const at::Tensor& t);
 
-  // A content defined in `pending` is recorded as a delta (format v8).
-  void countDelta() { deltas_.fetch_add(1, std::memory_order_relaxed); }
+  // A content defined in `pending` is recorded as a delta (format v8), on
+  // its base's values mapped by the op's arithmetic (v9) or not.
+  void countDelta(bool mapped) {
+    deltas_.fetch_add(1, std::memory_order_relaxed);
+    if (mapped) mapped_deltas_.fetch_add(1, std::memory_order_relaxed);
+  }
 
   nlohmann::json countsJson() const;  // manifest "contents"
 
@@ -105,7 +109,8 @@ class ContentStore {
   std::vector<Contents::node_type> spare_contents_;
   size_t published_since_sweep_ = 0;
   std::atomic<uint64_t> next_id_{1};
-  std::atomic<uint64_t> defined_{0}, referenced_{0}, sample_mismatches_{0}, aliased_storages_{0}, deltas_{0};
+  std::atomic<uint64_t> defined_{0}, referenced_{0}, sample_mismatches_{0}, aliased_storages_{0}, deltas_{0},
+      mapped_deltas_{0};
 };
 
 }  // namespace acc::recorder

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "format/delta_map.h"
 #include "recorder/capture/device/device_capture.h"
 #include "recorder/write/record_pool.h"
 #include "recorder/capture/cpu/tensor_stats.h"
@@ -101,31 +102,123 @@ void keepDeltaBase(const at::Tensor& t, const ContentStore::Content& content, Ca
   record.delta_bases.push_back(std::move(base));
 }
 
-// Whether `values` XOR `base` holds more zero bytes than `values`, on
-// kProbes words spread over them: zstd keeps little of a run of zeros. A
-// small update (a parameter's step, a moment's decay) zeroes the sign and
-// exponent bytes; a fill (zero_) or unrelated values (copy_) would not gain.
-bool deltaPays(std::string_view values, std::string_view base) {
+// Out-of-place ops whose output is a function of their first input's
+// elements alone, given a number argument (derivedPrediction).
+bool derivesFromInput0(std::string_view op) {
+  return op == "aten::sqrt" || op == "aten::div" || op == "aten::mul";
+}
+
+// The first input of such an op, for its output's delta (format v9): where
+// it lies, read when the output is captured.
+void keepDerivedBase(const at::Tensor& t, const ContentStore::Content& content, CapturedOp& record) {
+  if (content.delta_depth >= kMaxDeltaDepth || !t.is_contiguous()) return;
+  DeltaBase base;
+  base.content = content.id;
+  base.depth = content.delta_depth;
+  base.input = static_cast<const char*>(t.data_ptr());
+  base.input_bytes = t.nbytes();
+  record.delta_bases.push_back(std::move(base));
+}
+
+// What an op computed from its delta's base (format v9, format/delta_map.h):
+// `mul_` by a decay and `add_` of an epsilon change every mantissa bit of
+// what they overwrote, so the plain XOR is about as large as the values,
+// while the XOR with the op done again is zero wherever its kernel rounds
+// as IEEE does. None: a plain XOR.
+struct Prediction {
+  format::DeltaMap map = format::DeltaMap::None;
+  double scalar = 0;
+};
+
+// Argument `position` of the op as a number: a Scalar's text, or a 0-dim
+// tensor (Python's numbers reach `mul_` and `add_` as wrapped 0-dim tensors)
+// whose statistics this record holds.
+bool numberArgument(const CapturedOp& record, uint32_t position, double& out) {
+  for (const format::Scalar& s : record.scalars) {
+    if (s.position != position) continue;
+    const char* end = s.value.data() + s.value.size();
+    return std::from_chars(s.value.data(), end, out).ptr == end;
+  }
+  for (const format::Tensor& t : record.tensors) {
+    if (t.role != format::Role::Input || t.position != position) continue;
+    if (!t.shape.empty() || !t.has_stats || t.content_ref || t.stats.nan_count != 0 || t.stats.inf_count != 0 ||
+        t.stats.min != t.stats.max) {
+      return false;
+    }
+    out = t.stats.min;
+    return true;
+  }
+  return false;
+}
+
+Prediction defined(Prediction p, format::Dtype dtype) {
+  return format::deltaMapDefined(p.map, dtype, p.scalar) ? p : Prediction{};
+}
+
+// An in-place op's output from what it overwrote.
+Prediction inPlacePrediction(const CapturedOp& record, format::Dtype dtype) {
+  Prediction p;
+  double alpha = 1;
+  if (record.op == "aten::mul_" && numberArgument(record, 1, p.scalar)) {
+    p.map = format::DeltaMap::Multiply;
+  } else if (record.op == "aten::add_" && numberArgument(record, 1, p.scalar) && numberArgument(record, 2, alpha) &&
+             alpha == 1) {
+    p.map = format::DeltaMap::Add;
+  }
+  return defined(p, dtype);
+}
+
+// An out-of-place op's output from its first input (derivesFromInput0):
+// an optimizer's sqrt of its second moment, divided by a bias correction.
+Prediction derivedPrediction(const CapturedOp& record, format::Dtype dtype) {
+  Prediction p;
+  if (record.op == "aten::sqrt") {
+    p.map = format::DeltaMap::Sqrt;
+  } else if (record.op == "aten::mul" && numberArgument(record, 1, p.scalar)) {
+    p.map = format::DeltaMap::Multiply;
+  } else if (record.op == "aten::div" && numberArgument(record, 1, p.scalar)) {
+    bool rounding = false;  // div's rounding_mode: "trunc" or "floor" is not a division
+    for (const format::Scalar& s : record.scalars) rounding = rounding || (s.position == 2 && s.value != "None");
+    if (!rounding) p.map = format::DeltaMap::Divide;
+  }
+  return defined(p, dtype);
+}
+
+// Whether `values` XOR the prediction from `base` holds more zero bytes
+// than `values`, on kProbes words spread over them: zstd keeps little of a
+// run of zeros. A small update (a parameter's step) zeroes the sign and
+// exponent bytes, a predicted one (a decay) the whole value; a fill
+// (zero_) or unrelated values (copy_) would not gain.
+bool deltaPays(std::string_view values, std::string_view base, const Prediction& p, format::Dtype dtype) {
   constexpr size_t kProbes = 1024;
   const size_t words = values.size() / 8;
   if (words == 0) return false;
   const size_t step = std::max<size_t>(1, words / kProbes);
+  uint64_t v[kProbes], b[kProbes];
+  size_t n = 0;
+  for (size_t w = 0; w < words && n < kProbes; w += step, ++n) {
+    std::memcpy(&v[n], values.data() + w * 8, 8);
+    std::memcpy(&b[n], base.data() + w * 8, 8);
+  }
+  format::xorMapped(reinterpret_cast<const char*>(b), reinterpret_cast<const char*>(v), reinterpret_cast<char*>(b),
+                    n * 8, dtype, p.map, p.scalar);
   int64_t gain = 0;
-  for (size_t w = 0; w < words; w += step) {
-    uint64_t v, b;
-    std::memcpy(&v, values.data() + w * 8, 8);
-    std::memcpy(&b, base.data() + w * 8, 8);
-    const uint64_t x = v ^ b;
-    for (int k = 0; k < 8; ++k) gain += int64_t(((x >> (8 * k)) & 0xff) == 0) - int64_t(((v >> (8 * k)) & 0xff) == 0);
+  for (size_t i = 0; i < n; ++i) {
+    for (int k = 0; k < 8; ++k) {
+      gain += int64_t(((b[i] >> (8 * k)) & 0xff) == 0) - int64_t(((v[i] >> (8 * k)) & 0xff) == 0);
+    }
   }
   return gain > 0;
 }
 
 // `out`, the record's last content, becomes the link after `base`'s.
-void linkDelta(format::Tensor& out, DeltaBase& base, ContentStore& contents, CapturedOp& record) {
+void linkDelta(format::Tensor& out, DeltaBase& base, const Prediction& p, ContentStore& contents,
+               CapturedOp& record) {
   out.delta_base = base.content;
+  out.delta_map = p.map;
+  out.delta_scalar = p.scalar;
   record.contents.back().delta_depth = static_cast<uint8_t>(base.depth + 1);
-  contents.countDelta();
+  contents.countDelta(p.map != format::DeltaMap::None);
   base.content = 0;  // used
 }
 
@@ -134,6 +227,20 @@ void linkDelta(format::Tensor& out, DeltaBase& base, ContentStore& contents, Cap
 DeltaBase* unusedBaseOf(const at::Tensor& t, CapturedOp& record) {
   for (DeltaBase& base : record.delta_bases) {
     if (base.impl == t.unsafeGetTensorImpl() && base.content != 0) return &base;
+  }
+  return nullptr;
+}
+
+// The first input of an out-of-place op that `out`, its first output, is
+// computed from (keepDerivedBase), when its memory is not the output's.
+DeltaBase* derivedBaseOf(const at::Tensor& t, const format::Tensor& out, CapturedOp& record) {
+  if (out.position != 0) return nullptr;
+  const char* begin = static_cast<const char*>(t.data_ptr());
+  const char* end = begin + t.nbytes();
+  for (DeltaBase& base : record.delta_bases) {
+    if (base.input == nullptr || base.content == 0) continue;
+    if (begin < base.input + base.input_bytes && base.input < end) return nullptr;  // overlapping
+    return &base;
   }
   return nullptr;
 }
@@ -153,13 +260,23 @@ void recordAsDelta(const at::Tensor& t, format::Tensor& out, ContentStore& conte
   if (record.bytes.empty() || record.bytes.back().tensor != record.tensors.size() - 1) return;
   DataBuffer& values = record.bytes.back().bytes;
   DeltaBase* base = unusedBaseOf(t, record);
-  if (base == nullptr) return;
-  const DataBuffer* held = base->tensor == SIZE_MAX ? &base->bytes : record.bytesOf(base->tensor);
-  if (held == nullptr) return;
-  const std::string_view bytes = held->view();
-  if (bytes.size() != values.size() || !deltaPays(values.view(), bytes)) return;
-  format::xorBytes(values.data(), bytes.data(), bytes.size());
-  linkDelta(out, *base, contents, record);
+  std::string_view bytes;
+  Prediction p;
+  if (base != nullptr) {
+    const DataBuffer* held = base->tensor == SIZE_MAX ? &base->bytes : record.bytesOf(base->tensor);
+    if (held == nullptr) return;
+    bytes = held->view();
+    p = inPlacePrediction(record, out.dtype);
+  } else {
+    base = derivedBaseOf(t, out, record);
+    if (base == nullptr) return;
+    bytes = std::string_view(base->input, base->input_bytes);
+    p = derivedPrediction(record, out.dtype);
+    if (p.map == format::DeltaMap::None) return;
+  }
+  if (bytes.size() != values.size() || !deltaPays(values.view(), bytes, p, out.dtype)) return;
+  format::xorMapped(bytes.data(), values.data(), values.data(), bytes.size(), out.dtype, p.map, p.scalar);
+  linkDelta(out, *base, p, contents, record);
 }
 
 // The delta of an output whose tensor an input held at the op's start, in
@@ -172,12 +289,14 @@ bool captureAsDelta(const at::Tensor& t, format::Tensor& out, ContentStore& cont
   DeltaBase* base = unusedBaseOf(t, record);
   if (base == nullptr) return false;
   const std::string_view values(static_cast<const char*>(t.data_ptr()), t.nbytes());
-  if (base->tensor != SIZE_MAX || base->bytes.size() != values.size() || !deltaPays(values, base->bytes.view())) {
+  const Prediction p = inPlacePrediction(record, out.dtype);
+  if (base->tensor != SIZE_MAX || base->bytes.size() != values.size() ||
+      !deltaPays(values, base->bytes.view(), p, out.dtype)) {
     return false;
   }
-  format::xorBytes(base->bytes.data(), values.data(), values.size());
+  format::xorMapped(base->bytes.data(), values.data(), base->bytes.data(), values.size(), out.dtype, p.map, p.scalar);
   holdApart(std::move(base->bytes), out, record);
-  linkDelta(out, *base, contents, record);
+  linkDelta(out, *base, p, contents, record);
   return true;
 }
 
@@ -294,6 +413,9 @@ void captureValue(const c10::IValue& value, format::Role role, uint32_t position
     if (level >= 2 && values && content.id != 0 && t.device().is_cpu()) {
       if (role == format::Role::Input && capture.writes != nullptr && capture.writes->writes(position)) {
         keepDeltaBase(t, content, record);
+      } else if (role == format::Role::Input && position == 0 && capture.writes != nullptr &&
+                 capture.writes->known && derivesFromInput0(record.op)) {
+        keepDerivedBase(t, content, record);
       } else if (delta_output && !delta_done) {
         recordAsDelta(t, out, *capture.contents, record);
       }

@@ -84,12 +84,19 @@ struct TensorHold {
 // Level 2, CPU: what an input that the op writes held at the op's start.
 // Its output on the same tensor is recorded as the XOR of the two (format
 // v8, `delta_base`): an in-place update changes few of each value's bits.
+// Or (format v9) the input an out-of-place op computes its output from
+// element by element (sqrt, a division by a number): the output is
+// recorded as its XOR with that computation done again on the input.
 struct DeltaBase {
   const c10::TensorImpl* impl = nullptr;  // compared only: the op holds the tensor
   uint64_t content = 0;
   uint8_t depth = 0;                      // its own content's delta chain
   size_t tensor = SIZE_MAX;  // its bytes are this input's (defined by this record)
   DataBuffer bytes;          // else a copy (it was a reference to an earlier record's)
+  // An out-of-place op's input (impl null), read where it lies when the
+  // output is captured: the op does not write it.
+  const char* input = nullptr;
+  size_t input_bytes = 0;
 };
 
 // Level 2, CPU: a tensor's bytes, held apart from its format::Tensor

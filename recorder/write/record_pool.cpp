@@ -76,7 +76,7 @@ Pool* pool() {
 // ABI).
 void clearTensor(format::Tensor& t) {
 #if defined(__GLIBCXX__) && __SIZEOF_POINTER__ == 8 && _GLIBCXX_USE_CXX11_ABI
-  static_assert(sizeof(format::Tensor) == 248, "format::Tensor changed: reset its new fields in clearTensor");
+  static_assert(sizeof(format::Tensor) == 264, "format::Tensor changed: reset its new fields in clearTensor");
 #endif
   t.role = format::Role::Input;
   t.position = 0;
@@ -101,6 +101,8 @@ void clearTensor(format::Tensor& t) {
   t.content = 0;
   t.content_ref = false;
   t.delta_base = 0;
+  t.delta_map = format::DeltaMap::None;
+  t.delta_scalar = 0;
 }
 
 // `r` emptied as a default CapturedOp, keeping its buffers (field by field,

@@ -9,6 +9,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -23,6 +25,7 @@
 #include "format/record.h"
 #include "format/record_sink.h"
 #include "format/bytes.h"
+#include "format/delta_map.h"
 
 namespace acc::analyzer {
 namespace {
@@ -33,6 +36,33 @@ std::string values(uint32_t seed) {
   std::string bytes(4096, '\0');
   for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>((i * 31 + seed * 17) & 0xff);
   return bytes;
+}
+
+// 1024 float32s, some negative.
+std::string floats(float scale) {
+  std::vector<float> v(1024);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = scale * (static_cast<float>(i % 97) - 20.5f) / 7.0f;
+  return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+}
+
+// Each float of `bytes` through f.
+template <typename F>
+std::string eachFloat(const std::string& bytes, F f) {
+  std::string out = bytes;
+  for (size_t i = 0; i + 4 <= out.size(); i += 4) {
+    float x;
+    std::memcpy(&x, out.data() + i, 4);
+    x = f(x);
+    std::memcpy(out.data() + i, &x, 4);
+  }
+  return out;
+}
+
+// Format v9: `values` stored as their XOR with map(base).
+std::string mappedXor(const std::string& values, const std::string& base, format::DeltaMap map, double scalar) {
+  std::string out(values.size(), '\0');
+  format::xorMapped(base.data(), values.data(), out.data(), values.size(), format::Dtype::Float32, map, scalar);
+  return out;
 }
 
 std::string xorOf(const std::string& a, const std::string& b) {
@@ -52,6 +82,13 @@ format::Tensor defining(uint64_t id, std::string data, uint64_t base = 0) {
   t.delta_base = base;
   t.has_data = true;
   t.data = std::move(data);
+  return t;
+}
+
+format::Tensor mapped(uint64_t id, std::string data, uint64_t base, format::DeltaMap map, double scalar) {
+  format::Tensor t = defining(id, std::move(data), base);
+  t.delta_map = map;
+  t.delta_scalar = scalar;
   return t;
 }
 
@@ -77,6 +114,23 @@ class DeltaReadTest : public ::testing::Test {
     add("in_place", {referring(2), defining(3, xorOf(versions_[3], versions_[2]), 2)});
     add("again", {referring(3), defining(4, xorOf(versions_[4], versions_[3]), 3)});
     add("read", {referring(4), referring(1)});
+    // Format v9: 5 whole; 6 = 5 * 0.9 in place (one element as no correct
+    // kernel would have it); 7 = sqrt(6), 8 = 7 / 3, each out of place
+    // from its input; "read_mapped" refers to 8, the end of a chain of
+    // three mapped links.
+    versions_[5] = floats(1.0f);
+    versions_[6] = eachFloat(versions_[5], [](float x) { return x * 0.9f; });
+    versions_[6][40] ^= 1;
+    versions_[7] = eachFloat(versions_[6], [](float x) { return std::sqrt(x); });
+    versions_[8] = eachFloat(versions_[7], [](float x) { return x / 3.0f; });
+    add("define_mapped", {defining(5, versions_[5])});
+    add("mul_", {referring(5), mapped(6, mappedXor(versions_[6], versions_[5], format::DeltaMap::Multiply, 0.9), 5,
+                                      format::DeltaMap::Multiply, 0.9)});
+    add("sqrt", {referring(6),
+                 mapped(7, mappedXor(versions_[7], versions_[6], format::DeltaMap::Sqrt, 0), 6, format::DeltaMap::Sqrt, 0)});
+    add("div", {referring(7), mapped(8, mappedXor(versions_[8], versions_[7], format::DeltaMap::Divide, 3), 7,
+                                     format::DeltaMap::Divide, 3)});
+    add("read_mapped", {referring(8)});
     write();
   }
   void TearDown() override { fs::remove_all(dir_); }
@@ -146,6 +200,34 @@ TEST_F(DeltaReadTest, EveryVersionReadsBackAsItsValues) {
   expect("read", 1, 1);
 }
 
+TEST_F(DeltaReadTest, MappedDeltasReadBackAsTheirValues) {
+  // Stored mostly as zeros: the op done again predicts all but one element.
+  EXPECT_EQ(std::count(records_[6].tensors[1].data.begin(), records_[6].tensors[1].data.end(), '\0'), 4095);
+  std::map<std::string, format::OpRecord> got = readAll();
+  EXPECT_TRUE(got.at("mul_").tensors.at(1).data == versions_[6]);
+  EXPECT_TRUE(got.at("sqrt").tensors.at(1).data == versions_[7]);  // negative values' NaNs too
+  EXPECT_TRUE(got.at("div").tensors.at(1).data == versions_[8]);
+  EXPECT_TRUE(got.at("read_mapped").tensors.at(0).data == versions_[8]);
+  EXPECT_EQ(got.at("read_mapped").tensors.at(0).delta_map, format::DeltaMap::None);  // undone
+}
+
+TEST_F(DeltaReadTest, AMappedChainIsUndoneFromItsEnd) {
+  // Only the last record's data is read: its chain's links come from the
+  // file, and each is undone on the values below it.
+  std::string late;
+  ReadDamage damage = forEachRecord(path_, [&](const RawRecord& raw) {
+    if (raw.kind != format::RecordKind::Op) return;
+    format::OpRecord r = raw.decodeOp(false);
+    if (r.name != "read_mapped") return;
+    EXPECT_EQ(r.tensors.at(0).delta_base, 7u);
+    EXPECT_EQ(r.tensors.at(0).delta_map, format::DeltaMap::Divide);
+    raw.loadData(r);
+    late = r.tensors.at(0).data;
+  });
+  EXPECT_FALSE(damage.any()) << damage.describe(path_);
+  EXPECT_TRUE(late == versions_[8]);
+}
+
 TEST_F(DeltaReadTest, DataLoadedLaterIsUndoneToo) {
   std::string late;
   forEachRecord(path_, [&](const RawRecord& raw) {
@@ -178,13 +260,14 @@ TEST_F(DeltaReadTest, AnUnreadableBaseCostsTheDataNotTheValues) {
   }
   ReadDamage damage;
   std::map<std::string, format::OpRecord> got = readAll(&damage);
-  for (const auto& [name, r] : got) {
-    for (const format::Tensor& t : r.tensors) {
+  for (const char* name : {"define", "update", "in_place", "again", "read"}) {
+    for (const format::Tensor& t : got.at(name).tensors) {
       EXPECT_FALSE(t.has_data) << name;  // each depends on content 1
       EXPECT_TRUE(t.data.empty()) << name;
     }
   }
   EXPECT_EQ(damage.missing_data, 8u);
+  EXPECT_TRUE(got.at("read_mapped").tensors.at(0).data == versions_[8]);  // another chain
 }
 
 // `t` in a record, encoded and decoded again.
@@ -216,10 +299,20 @@ TEST(DeltaFormat, BaseRoundTripsAndBadBasesAreRefused) {
     }
     return false;
   };
+  format::OpRecord mapped_back = roundTrip(mapped(7, std::string(8, 'x'), 5, format::DeltaMap::Divide, 1.5));
+  EXPECT_EQ(mapped_back.tensors.at(0).delta_map, format::DeltaMap::Divide);
+  EXPECT_EQ(mapped_back.tensors.at(0).delta_scalar, 1.5);
+  EXPECT_EQ(back.tensors.at(0).delta_map, format::DeltaMap::None);
+
   EXPECT_TRUE(refused(defining(7, "abcd", 7)));  // not an earlier content
   EXPECT_TRUE(refused(defining(7, "abcd", 9)));
   // The encoder writes no base where the format has none (no data, a
   // reference): nothing to refuse, the base is dropped.
+  format::Tensor integers = mapped(7, std::string(8, 'x'), 5, format::DeltaMap::Multiply, 2);
+  integers.dtype = format::Dtype::Int64;  // a map only floats have
+  EXPECT_TRUE(refused(integers));
+  EXPECT_TRUE(refused(mapped(7, "abcd", 5, static_cast<format::DeltaMap>(77), 1)));
+  EXPECT_TRUE(refused(mapped(7, "abcd", 5, format::DeltaMap::Multiply, NAN)));
   format::Tensor no_data = defining(7, "", 5);
   no_data.has_data = false;
   EXPECT_FALSE(refused(no_data));

@@ -134,6 +134,30 @@ TEST(DeduplicationTest, AdamWChainsAreStoredOnce) {
   EXPECT_GT(updates, 20u);
   EXPECT_GE(contents["deltas"].get<uint64_t>(), 2 * updates) << contents.dump();
   EXPECT_EQ(p.whole.manifest["contents"]["deltas"], 0);
+  // Mapped (format v9): the weight decay's and the second moment's mul_,
+  // the denominator's sqrt, its division and its add_ of eps, per
+  // parameter and step (the moments start at zero: fewer on the first).
+  EXPECT_GE(contents["mapped_deltas"].get<uint64_t>(), 3 * updates) << contents.dump();
+}
+
+// Format v9: outputs recorded as their XOR with the op done again on their
+// base (an in-place mul_ or add_ of a number, sqrt, a division or product
+// by a number) read back as the values a recording without deltas holds:
+// float32 and float64, NaNs the op makes, subnormals the program's kernel
+// flushes; integers, bfloat16 and a rounding division are not mapped.
+TEST(DeduplicationTest, MappedDeltasReadBackAsTheValues) {
+  TempDir dir;
+  Pair p = recordBoth(dir, testScript("mapped_deltas.py"), {{"ACC_LEVEL", "2"}});
+  expectSameRecords(p.whole, p.deduplicated, true);
+  const nlohmann::json& contents = p.deduplicated.manifest["contents"];
+  EXPECT_EQ(contents["mapped_deltas"].get<uint64_t>(), 8u) << contents.dump();
+  EXPECT_EQ(p.whole.manifest["contents"]["mapped_deltas"], 0);
+  const std::vector<const format::OpRecord*> sqrts = p.deduplicated.named("aten::sqrt.");
+  ASSERT_EQ(sqrts.size(), 2u);
+  float first = 0;  // the values, not their XOR
+  std::memcpy(&first, sqrts[0]->tensors.at(1).data.data(), sizeof first);
+  EXPECT_GT(first, 0.7f);
+  EXPECT_LT(first, 1.3f);
 }
 
 // compare reads each pair of contents once: two deduplicated recordings give
