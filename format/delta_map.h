@@ -28,8 +28,8 @@ bool deltaMapDefined(DeltaMap map, Dtype dtype, double scalar);
 // elements; bytes after the last are XOR'ed as they are. `out` may be
 // `base` or `other`. float32 maps compute in float32 with the scalar
 // rounded to it (as torch's kernels do for a Python number), float64 in
-// float64; Sqrt ignores the scalar (0). A map not defined there (deltaMapDefined, which readers check
-// while decoding) is taken as none.
+// float64; Sqrt ignores the scalar (0). A map not defined there
+// (deltaMapDefined, which readers check while decoding) is taken as none.
 void xorMapped(const char* base, const char* other, char* out, size_t size, Dtype dtype, DeltaMap map,
                double scalar);
 

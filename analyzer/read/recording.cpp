@@ -131,7 +131,8 @@ void undoDeltas(format::OpRecord& r, const std::vector<char>& bad, format::Frame
       }
       ContentTable::DataPlace place;
       if (!contents.dataPlace(link, place) || place.size != size) break;
-      std::string& bytes = place.delta_base == 0 ? root : (depth < links.size() ? links[depth] : links.emplace_back()).bytes;
+      if (place.delta_base != 0 && depth == links.size()) links.emplace_back();
+      std::string& bytes = place.delta_base == 0 ? root : links[depth].bytes;
       bytes.resize(place.size);
       if (place.size != 0 && !file.readData(place.offset, place.size, bytes.data())) break;
       if (place.delta_base == 0) {
