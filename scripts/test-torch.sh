@@ -5,7 +5,7 @@
 #   scripts/test-torch.sh --prepare 2.6|2.14|all   build/refresh the chroots only
 # Torch versions map to Debian releases: 2.6 = trixie, 2.14 = sid (1.13 is the
 # host, bookworm: scripts/test.sh). ACC_CHROOT_DIR (default /var/cache/acc)
-# holds the chroots. ACC_BUILD_TARGETS, ACC_DEBUG_INFO and ACC_UNITY_BUILD pass on to
+# holds the chroots. ACC_BUILD_TARGETS, ACC_CMAKE_ARGS, ACC_DEBUG_INFO and ACC_UNITY_BUILD pass on to
 # scripts/setup.sh inside. Needs root (debootstrap, mount, chroot).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -128,7 +128,7 @@ for suite in "${suites[@]}"; do
   if chroot "$dir" env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
       HOME=/root LANG=C.UTF-8 CI="${CI:-}" ACC_BUILD_DIR=/root/build MSPROBE_SETUP=0 \
       ACC_BUILD_TARGETS="${ACC_BUILD_TARGETS:-}" ACC_DEBUG_INFO="${ACC_DEBUG_INFO:-1}" \
-      ACC_UNITY_BUILD="${ACC_UNITY_BUILD:-0}" \
+      ACC_UNITY_BUILD="${ACC_UNITY_BUILD:-0}" ACC_CMAKE_ARGS="${ACC_CMAKE_ARGS:-}" \
       bash -c 'cd /src && scripts/test.sh "$@"' test-torch "$@"; then
     echo "test-torch: $suite (torch $version) passed" >&2
   else
