@@ -92,6 +92,10 @@ std::string replayLines(const RecordComparison& r) {
           (c.precision.empty() ? "the op amplifies its inputs' error" : "not a wrong kernel");
       break;
   }
+  // Replayed in part (judge/sum_replay.h): which part.
+  if ((c.state == ReplayState::Confirmed || c.state == ReplayState::Amplifies) && !c.reason.empty()) {
+    s += "; " + c.reason;
+  }
   s = "    " + s + "\n";
   if (!c.precision.empty()) {
     s += "    judged at " + c.precision + " precision, which " + c.precision_setting + " allows DIR1: " + c.precision +

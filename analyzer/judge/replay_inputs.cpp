@@ -87,6 +87,7 @@ ReadDamage forEachReplayItem(const RankRecording& rank, const std::function<bool
         item.not_replayable = "its forward op was not recorded";
       } else if (k != std::string::npos) {
         item.not_replayable = "one of several autograd nodes of a composite op (" + full.grad_fn + ")";
+        item.sums = replaySums(inputs, item.recorded);
       } else {
         if (f->second.stack_id) item.recorded.stack_id = f->second.stack_id;
         format::OpRecord fwd = keep(f->second, false);

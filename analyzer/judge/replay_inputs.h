@@ -9,6 +9,7 @@
 #include <string>
 
 #include "analyzer/read/numeric_settings.h"
+#include "analyzer/judge/sum_replay.h"
 #include "analyzer/read/recording.h"
 #include "format/record.h"
 #include "replay/protocol.h"
@@ -21,6 +22,7 @@ struct ReplayItem {
   replay::Request request;      // inputs only, data loaded
   std::string not_replayable;   // set when no request can be made: why
   AllowedPrecision precision;   // the reduced precision the run's settings allowed the op
+  SumReplay sums;               // a composite op's node: what the analyzer replays itself (sum_replay.h)
 };
 
 // True for the roles an op produces: outputs (forward), grad_out (backward).

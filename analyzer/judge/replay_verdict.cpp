@@ -125,6 +125,71 @@ void notePrecision(ReplayCheck& c, const ReplayItem& item, const replay::Outcome
   c.precision_setting = item.precision.setting;
 }
 
+// A composite op's node that acc-replay cannot run alone: its outputs that
+// sum an input over its leading dimensions (a bias gradient) are replayed
+// here (sum_replay.h). Such a sum of many values that nearly cancel carries
+// its inputs' error many times over (a bias gradient in bfloat16 autocast,
+// 10x and more), and no kernel is at fault. Used where DIR0's output is
+// that sum within its kernel floor (the shapes alone do not say it is). The
+// record amplifies when these outputs are reproduced and no other output
+// fails by the ratio rule; it is confirmed when one of them is not.
+// Returns false where the sums decide nothing (the ratio rule stands).
+bool judgeBySums(RecordComparison& record, const ReplayItem& item0, const ReplayItem& item1, const Thresholds& t) {
+  if (item0.sums.empty() || item1.sums.empty()) return false;
+  ReplayItem summed1;
+  summed1.recorded = item1.sums.recorded;
+  const SideErrors one = sideErrors(summed1, item1.sums.outcome, t);
+  ReplayItem summed0;
+  summed0.recorded = item0.sums.recorded;
+  const std::map<Key, double> zero = sideErrors(summed0, item0.sums.outcome, t, false).error;
+  std::map<Key, const TensorPair*> judged;  // the record's pairs, by key
+  for (const TensorPair& p : record.tensors) judged[keyOf(p)] = &p;
+  ReplayCheck& c = record.replay;
+  bool deviates = false, any = false;
+  double worst_margin = -1;
+  std::map<Key, bool> replayed;
+  for (const TensorPair& p : one.pairs) {
+    const Key k = keyOf(p);
+    const double e0 = at(zero, k);
+    auto it = judged.find(k);
+    if (it == judged.end() || std::isnan(e0) || e0 > t.kernelFloor(pairPrecision(format::Dtype::Float64,
+                                                                                 it->second->dtype0))) {
+      continue;  // DIR0's output is no such sum
+    }
+    const double e1 = at(one.error, k), cpu = at(one.cpu, k);
+    const double tolerance = toleranceOf(p, t, cpu, e0, kNaN);
+    const bool wrong = e1 > tolerance;
+    const double margin = e1 / tolerance;
+    if (!deviates && (wrong || margin > worst_margin)) {
+      c.error1 = e1;
+      c.error1_dtype = at(one.dtype_error, k);
+      c.cpu_error = cpu;
+      c.error0 = e0;
+      c.tolerance = tolerance;
+      worst_margin = margin;
+    }
+    deviates = deviates || wrong;
+    replayed[k] = any = true;
+  }
+  if (!any) return false;
+  const std::string what = "only its outputs that sum an input over its leading dimensions were replayed (" +
+                           record.grad_fn + ", one of several autograd nodes of a composite op)";
+  if (deviates) {
+    c.state = ReplayState::Confirmed;
+    c.reason = what;
+    return true;
+  }
+  // Outputs not replayed still name the op by the ratio rule.
+  for (const TensorPair& p : record.tensors) {
+    if (consumes(record, p) || replayed.count(keyOf(p))) continue;
+    if (p.verdict == Verdict::Fail && carriedError(p) > t.origin_factor * record.input_error) return false;
+  }
+  c.state = ReplayState::Amplifies;
+  c.reason = what;
+  record.origin = false;
+  return true;
+}
+
 }  // namespace
 
 void judgeByReplay(RecordComparison& record, const ReplayItem& item0, const replay::Outcome& out0,
@@ -140,7 +205,9 @@ void judgeByReplay(RecordComparison& record, const ReplayItem& item0, const repl
       c.state = ReplayState::MayAmplify;
       c.reason = "not replayable (" + c.reason + "), and its gradient is masked by where its forward input, "
                  "which already differs, crosses a threshold";
+      return;
     }
+    if (record.origin) judgeBySums(record, item0, item1, thresholds);
     return;  // otherwise the ratio rule stands
   }
   const SideErrors one = sideErrors(item1, out1, thresholds);
