@@ -125,6 +125,35 @@ void notePrecision(ReplayCheck& c, const ReplayItem& item, const replay::Outcome
   c.precision_setting = item.precision.setting;
 }
 
+// The kernel rule on each produced tensor in turn (replay alone decides:
+// the fixed thresholds, p.verdict, know nothing of what these inputs
+// allow); `c` keeps the figures of the tensor that decides: the first
+// wrong one, else the closest.
+struct KernelRule {
+  ReplayCheck& c;
+  const Thresholds& t;
+  bool deviates = false;
+  double worst_margin = -1;
+
+  void judge(const TensorPair& p, const SideErrors& one, double e0, double reduced) {
+    const Key k = keyOf(p);
+    const double e1 = at(one.error, k), cpu = at(one.cpu, k);
+    const double tolerance = toleranceOf(p, t, cpu, e0, reduced);
+    const bool wrong = e1 > tolerance;
+    const double margin = e1 / tolerance;
+    if (!deviates && (wrong || margin > worst_margin)) {
+      c.error1 = e1;
+      c.error1_dtype = at(one.dtype_error, k);
+      c.cpu_error = cpu;
+      c.error0 = e0;
+      c.tolerance = tolerance;
+      c.precision_error = reduced;
+      worst_margin = margin;
+    }
+    deviates = deviates || wrong;
+  }
+};
+
 // A composite op's node that acc-replay cannot run alone: its outputs that
 // sum an input over its leading dimensions (a bias gradient) are replayed
 // here (sum_replay.h). Such a sum of many values that nearly cancel carries
@@ -145,8 +174,7 @@ bool judgeBySums(RecordComparison& record, const ReplayItem& item0, const Replay
   std::map<Key, const TensorPair*> judged;  // the record's pairs, by key
   for (const TensorPair& p : record.tensors) judged[keyOf(p)] = &p;
   ReplayCheck& c = record.replay;
-  bool deviates = false, any = false;
-  double worst_margin = -1;
+  KernelRule rule{c, t};
   std::map<Key, bool> replayed;
   for (const TensorPair& p : one.pairs) {
     const Key k = keyOf(p);
@@ -156,25 +184,13 @@ bool judgeBySums(RecordComparison& record, const ReplayItem& item0, const Replay
                                                                                  it->second->dtype0))) {
       continue;  // DIR0's output is no such sum
     }
-    const double e1 = at(one.error, k), cpu = at(one.cpu, k);
-    const double tolerance = toleranceOf(p, t, cpu, e0, kNaN);
-    const bool wrong = e1 > tolerance;
-    const double margin = e1 / tolerance;
-    if (!deviates && (wrong || margin > worst_margin)) {
-      c.error1 = e1;
-      c.error1_dtype = at(one.dtype_error, k);
-      c.cpu_error = cpu;
-      c.error0 = e0;
-      c.tolerance = tolerance;
-      worst_margin = margin;
-    }
-    deviates = deviates || wrong;
-    replayed[k] = any = true;
+    rule.judge(p, one, e0, kNaN);
+    replayed[k] = true;
   }
-  if (!any) return false;
+  if (replayed.empty()) return false;
   const std::string what = "only its outputs that sum an input over its leading dimensions were replayed (" +
                            record.grad_fn + ", one of several autograd nodes of a composite op)";
-  if (deviates) {
+  if (rule.deviates) {
     c.state = ReplayState::Confirmed;
     c.reason = what;
     return true;
@@ -221,28 +237,9 @@ void judgeByReplay(RecordComparison& record, const ReplayItem& item0, const repl
     zero = sideErrors(item0, out0, thresholds, false).error;
   }
   notePrecision(c, item1, out1);
-  bool deviates = false;
-  double worst_margin = -1;
-  for (const TensorPair& p : one.pairs) {
-    const Key k = keyOf(p);
-    const double e1 = at(one.error, k), cpu = at(one.cpu, k), e0 = at(zero, k), reduced = at(one.reduced, k);
-    const double tolerance = toleranceOf(p, thresholds, cpu, e0, reduced);
-    // Replay alone decides, on every tensor the op produces: the fixed
-    // thresholds (p.verdict) know nothing of what these inputs allow.
-    const bool wrong = e1 > tolerance;
-    // Report the tensor that decides: the first wrong one, else the closest.
-    const double margin = e1 / tolerance;
-    if (!deviates && (wrong || margin > worst_margin)) {
-      c.error1 = e1;
-      c.error1_dtype = at(one.dtype_error, k);
-      c.cpu_error = cpu;
-      c.error0 = e0;
-      c.tolerance = tolerance;
-      c.precision_error = reduced;
-      worst_margin = margin;
-    }
-    deviates = deviates || wrong;
-  }
+  KernelRule rule{c, thresholds};
+  for (const TensorPair& p : one.pairs) rule.judge(p, one, at(zero, keyOf(p)), at(one.reduced, keyOf(p)));
+  const bool deviates = rule.deviates;
   if (record.screened) {
     // Its inputs explain nothing of its outputs' difference: either its
     // kernel is wrong, or it reproduces its own output (both kernels right).

@@ -71,11 +71,11 @@ SumReplay replaySums(const format::OpRecord& consumed, const format::OpRecord& p
     for (const format::Tensor& in : consumed.tensors) {
       const uint64_t total = elementsOf(in.shape);
       if (n == 0 || total <= n || total % n != 0 || !readable(in) || !endsWith(in.shape, out.shape)) continue;
-      std::vector<double> values(total), sum(n, 0.0);
-      toDouble(in.data.data(), in.dtype, 0, total, values.data());
-      for (uint64_t row = 0; row < total / n; ++row) {
-        const double* v = values.data() + row * n;
-        for (uint64_t j = 0; j < n; ++j) sum[j] += v[j];
+      // A row at a time: a large gradient is not held twice over in float64.
+      std::vector<double> row(n), sum(n, 0.0);
+      for (uint64_t first = 0; first < total; first += n) {
+        toDouble(in.data.data(), in.dtype, first, n, row.data());
+        for (uint64_t j = 0; j < n; ++j) sum[j] += row[j];
       }
       std::vector<double> rounded(sum);
       for (double& v : rounded) v = roundTo(v, floatFormat(out.dtype));
