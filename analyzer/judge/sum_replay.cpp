@@ -32,7 +32,7 @@ bool endsWith(const std::vector<int64_t>& whole, const std::vector<int64_t>& par
 }
 
 // `x` rounded to nearest even in a binary format of `f.digits` significand
-// bits: what a correct kernel that sums in a wider type stores.
+// bits: what a kernel that sums in a wider type stores.
 double roundTo(double x, FloatFormat f) {
   if (f.digits == 0 || f.digits >= 53 || x == 0 || !std::isfinite(x)) return x;
   int e = 0;
@@ -72,13 +72,23 @@ SumReplay replaySums(const format::OpRecord& consumed, const format::OpRecord& p
       const uint64_t total = elementsOf(in.shape);
       if (n == 0 || total <= n || total % n != 0 || !readable(in) || !endsWith(in.shape, out.shape)) continue;
       // A row at a time: a large gradient is not held twice over in float64.
+      // The correct kernel's error (same_dtype): a float32 sum (what CPU
+      // kernels accumulate float32, bfloat16 and float16 in), in order, so
+      // that a float32 sum that cancels is allowed its accumulation's error
+      // and not only its last rounding.
       std::vector<double> row(n), sum(n, 0.0);
+      std::vector<float> sum32(n, 0.f);
       for (uint64_t first = 0; first < total; first += n) {
         toDouble(in.data.data(), in.dtype, first, n, row.data());
-        for (uint64_t j = 0; j < n; ++j) sum[j] += row[j];
+        for (uint64_t j = 0; j < n; ++j) {
+          sum[j] += row[j];
+          sum32[j] += static_cast<float>(row[j]);
+        }
       }
       std::vector<double> rounded(sum);
-      for (double& v : rounded) v = roundTo(v, floatFormat(out.dtype));
+      if (out.dtype != format::Dtype::Float64) {
+        for (uint64_t j = 0; j < n; ++j) rounded[j] = roundTo(sum32[j], floatFormat(out.dtype));
+      }
       s.recorded.tensors.push_back(out);
       s.outcome.float64.tensors.push_back(asFloat64(out, sum));
       s.outcome.same_dtype.tensors.push_back(asFloat64(out, rounded));

@@ -12,7 +12,7 @@ namespace acc::analyzer {
 
 struct SumReplay {
   format::OpRecord recorded;  // the produced tensors that sum a consumed one, as recorded
-  replay::Outcome outcome;    // their float64 sums (float64) and those rounded to each tensor's dtype (same_dtype)
+  replay::Outcome outcome;    // their float64 sums (float64), and float32 sums rounded to their dtype (same_dtype)
   bool empty() const { return recorded.tensors.empty(); }
 };
 
