@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "analyzer/judge/origins.h"
@@ -63,14 +64,15 @@ Precision precisionOf(const TensorPair& p) { return pairPrecision(p.dtype0, p.dt
 
 // `full`: also the same-dtype and CPU-kernel errors (DIR0's side of a
 // comparison needs only its error against float64).
-SideErrors sideErrors(const ReplayItem& item, const replay::Outcome& o, const Thresholds& judged, bool full = true) {
+SideErrors sideErrors(const format::OpRecord& recorded, const replay::Outcome& o, const Thresholds& judged,
+                      bool full = true) {
   // Errors on each tensor's own scale: a gradient of 1e-7 is no zero.
   const Thresholds t = kernelThresholds(judged);
   SideErrors s;
-  s.pairs = compareRecordsNow(best(o), item.recorded, t);
+  s.pairs = compareRecordsNow(best(o), recorded, t);
   s.error = errors(s.pairs);
   if (!full) return s;
-  s.dtype_error = errors(compareRecordsNow(o.same_dtype, item.recorded, t));
+  s.dtype_error = errors(compareRecordsNow(o.same_dtype, recorded, t));
   if (o.has_float64) s.cpu = errors(compareRecordsNow(o.float64, o.same_dtype, t));
   if (o.has_float64 && o.has_reduced) s.reduced = errors(compareRecordsNow(o.float64, o.reduced, t));
   return s;
@@ -165,17 +167,13 @@ struct KernelRule {
 // Returns false where the sums decide nothing (the ratio rule stands).
 bool judgeBySums(RecordComparison& record, const ReplayItem& item0, const ReplayItem& item1, const Thresholds& t) {
   if (item0.sums.empty() || item1.sums.empty()) return false;
-  ReplayItem summed1;
-  summed1.recorded = item1.sums.recorded;
-  const SideErrors one = sideErrors(summed1, item1.sums.outcome, t);
-  ReplayItem summed0;
-  summed0.recorded = item0.sums.recorded;
-  const std::map<Key, double> zero = sideErrors(summed0, item0.sums.outcome, t, false).error;
+  const SideErrors one = sideErrors(item1.sums.recorded, item1.sums.outcome, t);
+  const std::map<Key, double> zero = sideErrors(item0.sums.recorded, item0.sums.outcome, t, false).error;
   std::map<Key, const TensorPair*> judged;  // the record's pairs, by key
   for (const TensorPair& p : record.tensors) judged[keyOf(p)] = &p;
   ReplayCheck& c = record.replay;
   KernelRule rule{c, t};
-  std::map<Key, bool> replayed;
+  std::set<Key> replayed;
   for (const TensorPair& p : one.pairs) {
     const Key k = keyOf(p);
     const double e0 = at(zero, k);
@@ -185,7 +183,7 @@ bool judgeBySums(RecordComparison& record, const ReplayItem& item0, const Replay
       continue;  // DIR0's output is no such sum
     }
     rule.judge(p, one, e0, kNaN);
-    replayed[k] = true;
+    replayed.insert(k);
   }
   if (replayed.empty()) return false;
   const std::string what = "only its outputs that sum an input over its leading dimensions were replayed (" +
@@ -226,7 +224,7 @@ void judgeByReplay(RecordComparison& record, const ReplayItem& item0, const repl
     if (record.origin) judgeBySums(record, item0, item1, thresholds);
     return;  // otherwise the ratio rule stands
   }
-  const SideErrors one = sideErrors(item1, out1, thresholds);
+  const SideErrors one = sideErrors(item1.recorded, out1, thresholds);
   if (std::string why = unmatched(one.pairs); !why.empty()) {
     c.state = ReplayState::NotReplayable;
     c.reason = why;
@@ -234,7 +232,7 @@ void judgeByReplay(RecordComparison& record, const ReplayItem& item0, const repl
   }
   std::map<Key, double> zero;
   if (item0.not_replayable.empty() && out0.status == replay::Status::Replayed) {
-    zero = sideErrors(item0, out0, thresholds, false).error;
+    zero = sideErrors(item0.recorded, out0, thresholds, false).error;
   }
   notePrecision(c, item1, out1);
   KernelRule rule{c, thresholds};
@@ -261,7 +259,7 @@ void checkByReplay(RecordComparison& record, const ReplayItem& item, const repla
     c.reason = !item.not_replayable.empty() ? item.not_replayable : failure(out);
     return;
   }
-  SideErrors s = sideErrors(item, out, thresholds);
+  SideErrors s = sideErrors(item.recorded, out, thresholds);
   if (std::string why = unmatched(s.pairs); !why.empty()) {
     c.state = ReplayState::NotReplayable;
     c.reason = why;

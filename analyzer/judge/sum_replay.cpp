@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <vector>
 
 #include "analyzer/common/elements.h"
@@ -10,15 +9,9 @@
 namespace acc::analyzer {
 namespace {
 
-uint64_t elementsOf(const std::vector<int64_t>& shape) {
-  uint64_t n = 1;
-  for (int64_t d : shape) n *= d < 0 ? 0 : static_cast<uint64_t>(d);
-  return n;
-}
-
 bool readable(const format::Tensor& t) {
   return t.has_data && isFloating(t.dtype) && !isComplex(t.dtype) &&
-         t.data.size() == elementsOf(t.shape) * realBytes(t.dtype);
+         t.data.size() == t.numel() * realBytes(t.dtype);
 }
 
 // `whole`'s shape ends with `part`'s (leading ones of `part` aside).
@@ -61,15 +54,16 @@ format::Tensor asFloat64(const format::Tensor& like, const std::vector<double>& 
 
 SumReplay replaySums(const format::OpRecord& consumed, const format::OpRecord& produced) {
   SumReplay s;
-  s.recorded = s.outcome.float64 = s.outcome.same_dtype = produced;
-  s.recorded.tensors.clear();
-  s.outcome.float64.tensors.clear();
-  s.outcome.same_dtype.tensors.clear();
-  for (const format::Tensor& out : produced.tensors) {
+  // The record copied once; its tensors are kept only where summed.
+  s.recorded = produced;
+  std::vector<format::Tensor> tensors;
+  tensors.swap(s.recorded.tensors);
+  s.outcome.float64 = s.outcome.same_dtype = s.recorded;
+  for (format::Tensor& out : tensors) {
     if (!readable(out)) continue;
-    const uint64_t n = elementsOf(out.shape);
+    const uint64_t n = out.numel();
     for (const format::Tensor& in : consumed.tensors) {
-      const uint64_t total = elementsOf(in.shape);
+      const uint64_t total = in.numel();
       if (n == 0 || total <= n || total % n != 0 || !readable(in) || !endsWith(in.shape, out.shape)) continue;
       // A row at a time: a large gradient is not held twice over in float64.
       // The correct kernel's error (same_dtype): a float32 sum (what CPU
@@ -89,9 +83,9 @@ SumReplay replaySums(const format::OpRecord& consumed, const format::OpRecord& p
       if (out.dtype != format::Dtype::Float64) {
         for (uint64_t j = 0; j < n; ++j) rounded[j] = roundTo(sum32[j], floatFormat(out.dtype));
       }
-      s.recorded.tensors.push_back(out);
       s.outcome.float64.tensors.push_back(asFloat64(out, sum));
       s.outcome.same_dtype.tensors.push_back(asFloat64(out, rounded));
+      s.recorded.tensors.push_back(std::move(out));
       break;
     }
   }
