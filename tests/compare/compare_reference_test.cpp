@@ -202,8 +202,13 @@ TEST(Reference, BenignPairsMakeNoFind) {
   {
     SCOPED_TRACE("two threads against one");
     auto j = judged("lm_train.py", ref, with(kLm, {{"LM_THREADS", "2"}}));
+    // Undecided at most: on torch 2.1 AdamW's addcdiv_ (a division by
+    // values spanning six decades) ends 1.005e-4 apart where its inputs are
+    // 3e-8 apart, and replay at exit rules it amplified (expectNoFind); on
+    // 1.13 and 2.14 it stays under 1e-4. Which it is depends on how torch
+    // splits the work between threads, not on acc.
     expectNoFind(*j);
-    EXPECT_TRUE(j->finds.empty());
+    for (const nlohmann::json& f : j->finds) EXPECT_TRUE(f.contains("may_amplify")) << f.dump();
     // Statistics only: about the reference's size.
     EXPECT_LT(std::filesystem::file_size(j->dir / "rank0/records.acc"),
               2 * std::filesystem::file_size(ref + "/rank0/records.acc"));
