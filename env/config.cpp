@@ -12,7 +12,9 @@
 #include <vector>
 
 #include <dirent.h>
+#include <sched.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 extern char** environ;
 
@@ -235,6 +237,16 @@ int64_t StepSet::last() const {
   return last;
 }
 
+int dataThreadsFor(int cpus) { return cpus <= 2 ? 1 : 2; }
+
+int usableCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+  return online > 0 ? static_cast<int>(online) : 1;
+}
+
 const std::vector<Variable>& variables() {
   static const std::vector<Variable> table = {
       {"ACC_ENABLE", "1", "0 or 1 (also true/false, yes/no, on/off)"},
@@ -257,7 +269,7 @@ const std::vector<Variable>& variables() {
       {"ACC_ZSTD_LEVEL", "1", "an integer 1..19: zstd level of record frames"},
       {"ACC_DATA_ZSTD_LEVEL", "-100", "an integer -100..19 except 0: zstd level of tensor data (higher: slower, a little smaller)"},
       {"ACC_FRAME_KB", "1024", "an integer 16..65536: uncompressed KiB per frame"},
-      {"ACC_DATA_THREADS", "2", "an integer 1..64: threads compressing tensor data (level 2), the writer's own included"},
+      {"ACC_DATA_THREADS", "auto", "auto or an integer 1..64: threads compressing tensor data (level 2), the writer's own included; auto: 1 where the process may run on 2 CPUs or fewer, else 2"},
       {"ACC_ON_FULL", "wait", "wait (the op waits for the writer) or drop (count and drop)"},
       {"ACC_QUIET", "0", "0 or 1: 1 silences the start and end lines on stderr"},
       {"ACC_GRADS", "0", "0 or 1: 1 records each parameter's gradient at every optimizer step (grad::{parameter})"},
@@ -388,7 +400,18 @@ ParseResult parse(const Lookup& lookup, char** environment) {
     return true;
   });
   p.field("ACC_FRAME_KB", integer(c.frame_kb, 16, 65536));
-  p.field("ACC_DATA_THREADS", integer(c.data_threads, 1, 64));
+  p.field("ACC_DATA_THREADS", [&](const std::string& v) {
+    std::string lower = v;
+    for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (lower == "auto") {
+      c.data_threads = dataThreadsFor(usableCpus());
+      return true;
+    }
+    auto n = parseInt(v, 1, 64);
+    if (!n) return false;
+    c.data_threads = static_cast<int>(*n);
+    return true;
+  });
   p.field("ACC_ON_FULL", oneOf(c.on_full, {{"wait", OnFull::Wait}, {"drop", OnFull::Drop}}));
   p.field("ACC_QUIET", boolean(c.quiet));
   p.field("ACC_EAGER", boolean(c.eager));

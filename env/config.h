@@ -40,6 +40,15 @@ struct OverrideOp {
   std::string text() const;  // as written back: aten::add.Tensor@3-5
 };
 
+// ACC_DATA_THREADS' default for a process that may run on `cpus` CPUs: a
+// helper compresses beside the writer only where a CPU is left for it. On
+// 2 CPUs, one training thread and the writer already take both, and a
+// helper made level 2 slower (resnet18 + AdamW: 2.04x and 2.08x a step
+// against 1.73x and 1.84x with none; docs/guide/performance.md).
+int dataThreadsFor(int cpus);
+// CPUs this process may run on (its affinity mask; a container's limit).
+int usableCpus();
+
 struct Config {
   bool enabled = true;
   std::string output_dir = "./acc_record";
@@ -66,7 +75,8 @@ struct Config {
   uint64_t frame_kb = 1024;
   // Threads compressing data frames, the writer's own included
   // (format/data_frame_pipeline.h): level 2's bytes were its one zstd's wait.
-  int data_threads = 2;
+  // By default dataThreadsFor(the CPUs this process may run on).
+  int data_threads = dataThreadsFor(usableCpus());
   OnFull on_full = OnFull::Wait;
   bool quiet = false;
   bool eager = false;  // torch.compile turned off (TORCH_COMPILE_DISABLE) so every op is recorded

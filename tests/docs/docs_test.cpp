@@ -96,7 +96,8 @@ TEST(Docs, ReadmeDefaultsMatchTheParsedDefaults) {
   EXPECT_EQ(defaultOf("ACC_ZSTD_LEVEL"), std::to_string(c.zstd_level));
   EXPECT_EQ(defaultOf("ACC_DATA_ZSTD_LEVEL"), std::to_string(c.data_zstd_level));
   EXPECT_EQ(defaultOf("ACC_FRAME_KB"), std::to_string(c.frame_kb));
-  EXPECT_EQ(defaultOf("ACC_DATA_THREADS"), std::to_string(c.data_threads));
+  EXPECT_EQ(defaultOf("ACC_DATA_THREADS"), "auto");
+  EXPECT_EQ(c.data_threads, acc::env::dataThreadsFor(acc::env::usableCpus()));
   EXPECT_EQ(defaultOf("ACC_PASSES"), acc::env::passesName(c.passes));
   EXPECT_EQ(defaultOf("ACC_STACK"), acc::env::stackModeName(c.stack));
 }

@@ -3,6 +3,7 @@
 #include "env/config.h"
 
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <filesystem>
 #include <fstream>
@@ -83,7 +84,7 @@ TEST(ConfigTest, DefaultsWhenNothingIsSet) {
   EXPECT_EQ(c.zstd_level, 1);
   EXPECT_EQ(c.frame_kb, 1024u);
   EXPECT_EQ(c.data_zstd_level, -100);
-  EXPECT_EQ(c.data_threads, 2);
+  EXPECT_EQ(c.data_threads, dataThreadsFor(usableCpus()));
   EXPECT_EQ(c.on_full, OnFull::Wait);
   EXPECT_FALSE(c.quiet);
 }
@@ -244,6 +245,32 @@ TEST(ConfigTest, NumericLimitsAtTheirBounds) {
   EXPECT_EQ(high.data_zstd_level, 19);
   EXPECT_EQ(high.frame_kb, 65536u);
   EXPECT_EQ(high.data_threads, 64);
+}
+
+// ACC_DATA_THREADS=auto (the default): a compressing helper only where a CPU
+// is left for it, counted from the process's affinity mask.
+TEST(ConfigTest, DataThreadsByDefaultLeaveACpuToTheProgram) {
+  EXPECT_EQ(dataThreadsFor(1), 1);
+  EXPECT_EQ(dataThreadsFor(2), 1);
+  EXPECT_EQ(dataThreadsFor(3), 2);
+  EXPECT_EQ(dataThreadsFor(64), 2);
+  EXPECT_EQ(parseOk({{"ACC_DATA_THREADS", "auto"}}).data_threads, dataThreadsFor(usableCpus()));
+  EXPECT_EQ(parseOk({{"ACC_DATA_THREADS", "Auto"}}).data_threads, dataThreadsFor(usableCpus()));
+  cpu_set_t all;
+  ASSERT_EQ(sched_getaffinity(0, sizeof all, &all), 0);
+  EXPECT_EQ(usableCpus(), CPU_COUNT(&all));
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &all)) {
+      CPU_SET(cpu, &one);
+      break;
+    }
+  }
+  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+  EXPECT_EQ(usableCpus(), 1);
+  EXPECT_EQ(parseOk({}).data_threads, 1);
+  ASSERT_EQ(sched_setaffinity(0, sizeof all, &all), 0);
 }
 
 TEST(ConfigTest, OnFullWaitOrDrop) {
