@@ -7,6 +7,7 @@
 #include "recorder/observe/observer.h"
 
 #include <ATen/core/function_schema.h>
+#include <c10/util/SmallVector.h>
 
 #include <cstdint>
 #include <cstdlib>
@@ -86,6 +87,9 @@ struct ThreadState {
   // A backward record's names while they are built, in buffers kept from
   // node to node.
   std::string name, forward_name;
+  std::vector<c10::IValue> grad_values;  // GradOutHook's, kept from node to node
+  // hookNodes' walk, kept from op to op.
+  std::vector<torch::autograd::Node*> todo, seen;
 
   ~ThreadState() {
     // A node whose hook never ran is recorded when its backward pass ends
@@ -106,10 +110,13 @@ struct OpContext : at::ObserverContext {
 
   bool entered = false;  // counted in tls.depth
   bool top_level_forward = false;  // called by user code, outside any op
-  std::vector<at::Tensor> writes;  // uninitialized storages this op writes
+  // Small vectors: an op writes one or two arguments (an optimizer's
+  // _foreach_ op, more), and a heap vector here was one allocation per
+  // in-place op.
+  c10::SmallVector<at::Tensor, 2> writes;  // uninitialized storages this op writes
   // A top-level in-place op's written arguments and their versions at its
   // start (checkVersions).
-  std::vector<std::pair<at::Tensor, uint32_t>> versions;
+  c10::SmallVector<std::pair<at::Tensor, uint32_t>, 2> versions;
   bool engine_scope = false;  // counted in tls.engine_depth
   bool optimizer_step = false;
   bool named = false;  // numbered and offered to the selector
@@ -327,12 +334,16 @@ class GradOutHook : public compat::PostHook {
                                   const compat::VariableList& /*grad_outputs*/) override {
     Session* s = Session::active();
     if (s == nullptr || !tls.pending || tls.pending_seq != seq_) return outputs;
+    // The gradients as IValues, in this thread's buffer (one allocation
+    // per node before), emptied after so that it holds no tensor.
+    std::vector<c10::IValue>& values = tls.grad_values;
     try {
-      std::vector<c10::IValue> values(outputs.begin(), outputs.end());
+      values.assign(outputs.begin(), outputs.end());
       captureAll(*s, c10::ArrayRef<const c10::IValue>(values.data(), values.size()), Role::GradOut, *tls.pending);
     } catch (...) {
       s->counts().capture_errors.fetch_add(1, std::memory_order_relaxed);
     }
+    values.clear();
     finishRecord(*s, std::move(tls.pending));
     return outputs;
   }
@@ -345,20 +356,25 @@ class GradOutHook : public compat::PostHook {
 // numbered inside the op's claimed range).
 void hookNodes(Session& s, const std::vector<c10::IValue>& outputs, uint64_t thread,
                const BackwardLinks::Claimed& claimed) {
-  std::vector<torch::autograd::Node*> todo;
+  // In this thread's buffers; `seen` holds only the op's own (claimed)
+  // nodes, a few, so it is searched in turn.
+  std::vector<torch::autograd::Node*>& todo = tls.todo;
+  std::vector<torch::autograd::Node*>& seen = tls.seen;
+  todo.clear();
+  seen.clear();
   for (const c10::IValue& v : outputs) {
     if (v.isTensor() && v.toTensor().defined() && v.toTensor().grad_fn()) {
       todo.push_back(v.toTensor().grad_fn().get());
     }
   }
-  std::unordered_set<torch::autograd::Node*> seen;
   while (!todo.empty()) {
     torch::autograd::Node* node = todo.back();
     todo.pop_back();
-    if (!seen.insert(node).second ||
-        !std::binary_search(claimed.begin(), claimed.end(), node->sequence_nr())) {
+    if (!std::binary_search(claimed.begin(), claimed.end(), node->sequence_nr()) ||
+        std::find(seen.begin(), seen.end(), node) != seen.end()) {
       continue;
     }
+    seen.push_back(node);
     node->add_post_hook(std::make_unique<GradOutHook>(node->sequence_nr()));
     s.links().markHooked(thread, node->sequence_nr());
     for (const auto& edge : node->next_edges()) {
