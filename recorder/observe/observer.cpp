@@ -357,11 +357,14 @@ class GradOutHook : public compat::PostHook {
 void hookNodes(Session& s, const std::vector<c10::IValue>& outputs, uint64_t thread,
                const BackwardLinks::Claimed& claimed) {
   // In this thread's buffers; `seen` holds only the op's own (claimed)
-  // nodes, a few, so it is searched in turn.
+  // nodes, almost always a few, so it is searched in turn; an op that
+  // claimed many takes a hash set.
   std::vector<torch::autograd::Node*>& todo = tls.todo;
   std::vector<torch::autograd::Node*>& seen = tls.seen;
   todo.clear();
   seen.clear();
+  std::unordered_set<torch::autograd::Node*> many;
+  const bool hashed = claimed.size() > 32;
   for (const c10::IValue& v : outputs) {
     if (v.isTensor() && v.toTensor().defined() && v.toTensor().grad_fn()) {
       todo.push_back(v.toTensor().grad_fn().get());
@@ -370,11 +373,9 @@ void hookNodes(Session& s, const std::vector<c10::IValue>& outputs, uint64_t thr
   while (!todo.empty()) {
     torch::autograd::Node* node = todo.back();
     todo.pop_back();
-    if (!std::binary_search(claimed.begin(), claimed.end(), node->sequence_nr()) ||
-        std::find(seen.begin(), seen.end(), node) != seen.end()) {
-      continue;
-    }
-    seen.push_back(node);
+    if (!std::binary_search(claimed.begin(), claimed.end(), node->sequence_nr())) continue;
+    if (hashed ? !many.insert(node).second : std::find(seen.begin(), seen.end(), node) != seen.end()) continue;
+    if (!hashed) seen.push_back(node);
     node->add_post_hook(std::make_unique<GradOutHook>(node->sequence_nr()));
     s.links().markHooked(thread, node->sequence_nr());
     for (const auto& edge : node->next_edges()) {
