@@ -400,16 +400,9 @@ ParseResult parse(const Lookup& lookup, char** environment) {
     return true;
   });
   p.field("ACC_FRAME_KB", integer(c.frame_kb, 16, 65536));
-  p.field("ACC_DATA_THREADS", [&](const std::string& v) {
-    std::string lower = v;
-    for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    if (lower == "auto") {
-      c.data_threads = dataThreadsFor(usableCpus());
-      return true;
-    }
-    auto n = parseInt(v, 1, 64);
-    if (!n) return false;
-    c.data_threads = static_cast<int>(*n);
+  p.field("ACC_DATA_THREADS", [&, threads = integer(c.data_threads, 1, 64)](const std::string& v) {
+    if (lower(v) != "auto") return threads(v);
+    c.data_threads = dataThreadsFor(usableCpus());
     return true;
   });
   p.field("ACC_ON_FULL", oneOf(c.on_full, {{"wait", OnFull::Wait}, {"drop", OnFull::Drop}}));
