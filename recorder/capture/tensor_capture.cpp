@@ -389,10 +389,10 @@ void captureValue(const c10::IValue& value, format::Role role, uint32_t position
     // Statistics read in place need no guard; level 2 then copies the same
     // contiguous memory (t.contiguous() is t itself). A device tensor that
     // only joins a batch runs no op either (a batch it fills takes its own
-    // guard; a filled output's constantStats runs one): on torch 1.13 and
-    // 2.x each guard copies and rebuilds the thread's callback list twice,
-    // about a microsecond per record.
-    const bool only_batched = capture.batch != nullptr && level < 2 && !t.device().is_cpu() && !capture.constant;
+    // guard, and so does a filled output's constantStats where it runs an
+    // op): on torch 1.13 and 2.x each guard copies and rebuilds the thread's
+    // callback list twice, about a microsecond per record.
+    const bool only_batched = capture.batch != nullptr && level < 2 && !t.device().is_cpu();
     // Level 2 copies a strided view by contiguous(), an op.
     const bool in_place = statsReadInPlace(t) && (level < 2 || t.is_contiguous());
     if (values && !content.ref && !capture.guard.held() && !in_place && !only_batched) {

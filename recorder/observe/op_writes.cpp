@@ -2,6 +2,7 @@
 
 #include <ATen/core/function_schema.h>
 
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -45,11 +46,27 @@ const OpWrites kUnknown{};
 
 const OpWrites& opWrites(const at::RecordFunction& fn) {
   const char* name = fn.name();
+  // This thread's recent lookups, in front of the shared map: on a device
+  // every op asks (StatsBatch::beforeOp), and the map's lock and hash cost
+  // several times what a hit here does. Keyed by the address as the map is
+  // (overloads may share a name), the name checked as the map checks it;
+  // entries are never freed.
+  constexpr size_t kRecent = 64;
+  struct Recent {
+    const char* key = nullptr;
+    const Entry* entry = nullptr;
+  };
+  thread_local Recent recent[kRecent];
+  Recent& mine = recent[(reinterpret_cast<uintptr_t>(name) >> 3) % kRecent];
+  if (mine.key == name && std::strcmp(mine.entry->name.c_str(), name) == 0) return mine.entry->writes;
   Cache& c = cache();
   {
     std::shared_lock<std::shared_mutex> lock(c.mutex);
     auto it = c.entries.find(name);
-    if (it != c.entries.end() && std::strcmp(it->second->name.c_str(), name) == 0) return it->second->writes;
+    if (it != c.entries.end() && std::strcmp(it->second->name.c_str(), name) == 0) {
+      mine = {name, it->second.get()};
+      return mine.entry->writes;
+    }
   }
   const auto schema = fn.operator_schema();
   if (!schema) return kUnknown;
@@ -64,9 +81,11 @@ const OpWrites& opWrites(const at::RecordFunction& fn) {
   }
   std::unique_lock<std::shared_mutex> lock(c.mutex);
   std::unique_ptr<Entry>& slot = c.entries[name];
-  if (slot && slot->name == e->name) return slot->writes;  // another thread was first
-  if (slot) c.replaced.push_back(std::move(slot));        // an op registered again at this address
-  slot = std::move(e);
+  if (!slot || slot->name != e->name) {
+    if (slot) c.replaced.push_back(std::move(slot));  // an op registered again at this address
+    slot = std::move(e);
+  }  // else another thread was first
+  mine = {name, slot.get()};
   return slot->writes;
 }
 

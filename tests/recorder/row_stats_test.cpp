@@ -163,7 +163,10 @@ TEST(RowStats, ABufferTooShortIsRefusedNotRead) {
 }
 
 // A tensor an op filled with one value (zero_grad's zero_, ones_like) has
-// statistics known without reading it: those of the fused pass.
+// statistics known without reading it: those of the fused pass. Each
+// (value, type) is asked once per length, so all but the first come from
+// constantStats' per-thread cache, refusals included, and the pairs
+// outgrow its eight entries.
 TEST(ConstantStats, EqualTheFusedPassOnAFilledTensor) {
   const double values[] = {0.0, 1.0, 0.1, -2.5, 3e38, std::numeric_limits<double>::quiet_NaN(),
                            -std::numeric_limits<double>::infinity()};

@@ -1,5 +1,7 @@
 #include "recorder/capture/cpu/tensor_stats.h"
 
+#include "recorder/capture/capture_guard.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -185,17 +187,48 @@ format::Stats statsFromBuffer(const at::Tensor& host, uint64_t elements) {
   return statsFromBuffer(host.contiguous().data_ptr<double>(), elements);
 }
 
+namespace {
+
+// One element holding `value` as `dtype` holds it (0.1 in bfloat16, 1.5 in
+// an int), with the fused pass's own reading of it; nullopt where the type
+// refuses the value (the op itself refused it). Kept per thread for the
+// last few (value, type) pairs: fills repeat the same few values (zero_ of
+// every gradient), and making the element is an op, under a guard that on
+// torch 1.13 and 2.x copies and rebuilds the thread's callback list twice.
+std::optional<format::Stats> elementStats(double value, at::ScalarType dtype) {
+  struct Entry {
+    uint64_t bits = 0;
+    at::ScalarType dtype = at::ScalarType::Undefined;
+    std::optional<format::Stats> stats;
+  };
+  constexpr size_t kEntries = 8;
+  thread_local Entry entries[kEntries];
+  thread_local size_t next = 0;
+  uint64_t bits = 0;
+  std::memcpy(&bits, &value, sizeof bits);
+  for (const Entry& e : entries) {
+    if (e.dtype == dtype && e.bits == bits) return e.stats;
+  }
+  Entry& e = entries[next];
+  next = (next + 1) % kEntries;
+  e.bits = bits;
+  e.dtype = dtype;
+  e.stats.reset();
+  CaptureGuard guard;
+  try {
+    e.stats = tensorStatsFused(at::scalar_tensor(value, at::TensorOptions().dtype(dtype)));
+  } catch (const std::exception&) {
+  }
+  return e.stats;
+}
+
+}  // namespace
+
 std::optional<format::Stats> constantStats(double value, at::ScalarType dtype, uint64_t elements) {
   if (at::isComplexType(dtype) || dtypeOf(dtype) == format::Dtype::Unknown) return std::nullopt;
-  // One element as the type holds it (0.1 in bfloat16, 1.5 in an int),
-  // with the fused pass's own reading of it.
-  at::Tensor one;
-  try {
-    one = at::scalar_tensor(value, at::TensorOptions().dtype(dtype));
-  } catch (const std::exception&) {
-    return std::nullopt;  // not a value of this type (the op itself refused it)
-  }
-  format::Stats element = tensorStatsFused(one);
+  const std::optional<format::Stats> one = elementStats(value, dtype);
+  if (!one) return std::nullopt;
+  const format::Stats& element = *one;
   // A finite value the type rounds to infinity (3e38 in half): some torch
   // versions refuse it in full() and fill_(), others store inf. Leave such
   // a fill to the kernels, which see what the op really stored.
