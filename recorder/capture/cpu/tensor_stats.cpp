@@ -218,6 +218,7 @@ std::optional<format::Stats> elementStats(double value, at::ScalarType dtype) {
   try {
     e.stats = tensorStatsFused(at::scalar_tensor(value, at::TensorOptions().dtype(dtype)));
   } catch (const std::exception&) {
+    // not a value of this type: kept as such, nullopt
   }
   return e.stats;
 }
