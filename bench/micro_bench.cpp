@@ -90,6 +90,20 @@ void BM_TensorStatsTransposed(benchmark::State& state) {
   setBytes(state, t);
 }
 
+// Attention's heads swapped with the tokens (batch x heads, tokens, head
+// size), as multi-head attention reads q, k and v: rows of head-size
+// elements side by side, read in place through the buffer.
+void BM_TensorStatsHeads(benchmark::State& state) {
+  at::manual_seed(0);
+  const int64_t heads = 16, tokens = state.range(0), head_size = 16;
+  at::Tensor t = at::randn({tokens, heads, head_size}).transpose(0, 1);
+  for (auto _ : state) {
+    acc::format::Stats s = acc::recorder::tensorStats(t);
+    benchmark::DoNotOptimize(s);
+  }
+  setBytes(state, t);
+}
+
 // One tensor argument as the observer records it, metadata only (level 0),
 // with statistics (1) and with data (2).
 void BM_CaptureTensor(benchmark::State& state) {
@@ -120,6 +134,7 @@ BENCHMARK(BM_TensorStats)->ACC_SIZES;
 BENCHMARK(BM_TensorStatsAten)->ACC_SIZES;
 BENCHMARK(BM_TensorStatsStrided)->Arg(14)->Arg(56);
 BENCHMARK(BM_TensorStatsTransposed)->Arg(64)->Arg(256)->Arg(257);
+BENCHMARK(BM_TensorStatsHeads)->Arg(32)->Arg(128);
 BENCHMARK(BM_CaptureTensor)
     ->ArgNames({"numel", "level"})
     ->Args({1 << 10, 0})->Args({1 << 10, 1})->Args({1 << 10, 2})

@@ -403,9 +403,10 @@ std::vector<uint64_t> passBits(const at::Tensor& t) {
 
 // A strided view is read where it lies, through a buffer, in row-major
 // order: exactly what its contiguous copy gives, sums included, for views
-// of every shape (transposed, every third column, broadcast, permuted) and
-// sizes around the buffer's 1,024 elements and the 32,768 up to which views
-// are read in place.
+// of every shape (transposed, every third column, rows cut short, heads
+// swapped as attention does, broadcast, permuted) and sizes around the
+// buffer's 1,024 elements and the 32,768 up to which views are read in
+// place.
 TEST_F(TensorStatsTest, StridedViewsGiveExactlyTheirContiguousCopysStatistics) {
   const std::vector<at::ScalarType> types = {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16,
                                              at::kInt, at::kLong, at::kShort, at::kChar, at::kByte, at::kBool};
@@ -415,9 +416,10 @@ TEST_F(TensorStatsTest, StridedViewsGiveExactlyTheirContiguousCopysStatistics) {
       SCOPED_TRACE(std::string(c10::toString(type)) + " " + std::to_string(shape[0]) + "x" + std::to_string(shape[1]));
       at::Tensor t = (at::randn(shape, at::kDouble) * 100).to(type);
       const std::vector<at::Tensor> views = {
-          t.t(), t.slice(1, 0, t.size(1), 3), t.slice(0, 1, t.size(0), 2).t(),
+          t.t(), t.slice(1, 0, t.size(1), 3), t.slice(0, 1, t.size(0), 2).t(), t.slice(1, 1, t.size(1) - 1),
           t.select(1, 2).unsqueeze(1).expand({t.size(0), 7}),
-          t.reshape({-1}).slice(0, 0, t.numel() - t.numel() % 4).view({-1, 2, 2}).permute({2, 0, 1})};
+          t.reshape({-1}).slice(0, 0, t.numel() - t.numel() % 4).view({-1, 2, 2}).permute({2, 0, 1}),
+          t.reshape({-1}).slice(0, 0, t.numel() - t.numel() % 8).view({-1, 2, 4}).transpose(0, 1)};
       for (const at::Tensor& view : views) {
         if (view.is_contiguous()) continue;  // a single row (3 x 5, every second row of 2)
         EXPECT_EQ(statsReadInPlace(view), view.numel() <= 32768);

@@ -146,12 +146,27 @@ class StridedReader {
 
  private:
   void fill(T* out, int64_t n) {
+    // Rows whose elements lie side by side (attention's heads, chunks of a
+    // projection) are copied whole, vectorised; decided once per buffer so
+    // that the indexed loop of other views stays as the compiler made it.
+    if (strides_.back() == 1) {
+      fillRows<true>(out, n);
+    } else {
+      fillRows<false>(out, n);
+    }
+  }
+  template <bool kUnitStride>
+  void fillRows(T* out, int64_t n) {
     const size_t last = sizes_.size() - 1;
     const int64_t size = sizes_[last], stride = strides_[last];
     while (n > 0) {
       const int64_t take = std::min(n, size - index_[last]);
       const T* p = base_ + offset_ + index_[last] * stride;
-      for (int64_t k = 0; k < take; ++k) out[k] = p[k * stride];
+      if constexpr (kUnitStride) {
+        std::memcpy(out, p, static_cast<size_t>(take) * sizeof(T));
+      } else {
+        for (int64_t k = 0; k < take; ++k) out[k] = p[k * stride];
+      }
       out += take;
       n -= take;
       index_[last] += take;
