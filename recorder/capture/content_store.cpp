@@ -95,6 +95,14 @@ bool sameContent(const ContentStore::Pending& p, const at::Tensor& t, uint32_t v
          at::IntArrayRef(p.strides) == t.strides();
 }
 
+// The same bytes in the same order as `p` on `t`'s storage at `version`:
+// both contiguous, from the same first element, of one type and count.
+bool sameBytes(const ContentStore::Pending& p, const at::Tensor& t, uint32_t version, const void* data) {
+  return p.contiguous && p.version == version && p.data == data && p.dtype == t.scalar_type() &&
+         p.numel == t.numel() && p.storage == t.storage().unsafeGetStorageImpl() && t.is_contiguous() &&
+         !p.impl.expired();
+}
+
 }  // namespace
 
 bool ContentStore::keyable(const at::Tensor& t) const {
@@ -143,28 +151,44 @@ ContentStore::Contents::iterator ContentStore::dropContents(Contents::iterator i
   return next;
 }
 
-bool ContentStore::storageUsable(const at::Tensor& t) {
+ContentStore::StorageEntry* ContentStore::storageUsable(const at::Tensor& t) {
   const c10::StorageImpl* storage = t.storage().unsafeGetStorageImpl();
   const void* counter = compat::versionCounterIdentity(*t.unsafeGetTensorImpl());
   auto it = storages_.find(storage);
   if (it == storages_.end()) {
-    if (storages_.size() >= kMaxStorages) return false;
-    addStorage(t, counter);
-    return true;
+    if (storages_.size() >= kMaxStorages) return nullptr;
+    return &addStorage(t, counter)->second;
   }
   StorageEntry& e = it->second;
   if (e.guard.expired()) {  // cannot happen while `t` holds it; start afresh anyway
     e = StorageEntry{t.storage().getWeakStorageImpl(), counter, false};
-    return true;
+    return &e;
   }
-  if (e.aliased) return false;
+  if (e.aliased) return nullptr;
   if (e.counter != counter) {
     // Writes through one counter are invisible to the other: from now on
     // this storage's contents are summarised every time.
     forget(storage);
-    return false;
+    return nullptr;
   }
-  return true;
+  return &e;
+}
+
+void ContentStore::rememberFlat(StorageEntry& storage, const Pending& p) {
+  std::array<Flat, kFlatPerStorage>& flat = storage.flat;
+  Flat* slot = nullptr;
+  for (Flat& f : flat) {
+    if (f.data == p.data && f.numel == p.numel && f.dtype == p.dtype) slot = &f;
+  }
+  if (slot != nullptr && slot->version > p.version) return;  // a later one was published first
+  for (size_t i = 0; slot == nullptr && i < flat.size(); ++i) {
+    if (flat[i].data == nullptr || flat[i].version < p.version) slot = &flat[i];
+  }
+  if (slot == nullptr) {  // all current: the newest goes first, the oldest out
+    std::move_backward(flat.begin(), flat.end() - 1, flat.end());
+    slot = &flat[0];
+  }
+  *slot = Flat{p.data, p.numel, p.dtype, p.version, p.delta_depth, p.sample, p.id};
 }
 
 void ContentStore::forget(const c10::StorageImpl* storage) {
@@ -198,15 +222,17 @@ ContentStore::Content ContentStore::identify(const at::Tensor& t, std::vector<Pe
   uint64_t id = 0, sample = 0;
   uint8_t depth = 0;
   for (const Pending& p : pending) {
-    if (sameContent(p, t, version, data)) {
+    if (sameContent(p, t, version, data) || sameBytes(p, t, version, data)) {
       id = p.id;
       sample = p.sample;
       depth = p.delta_depth;
     }
   }
+  const bool contiguous = t.is_contiguous();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!storageUsable(t)) return {};
+    StorageEntry* storage = storageUsable(t);
+    if (storage == nullptr) return {};
     if (id == 0) {
       auto it = contents_.find(impl);
       if (it != contents_.end()) {
@@ -216,6 +242,15 @@ ContentStore::Content ContentStore::identify(const at::Tensor& t, std::vector<Pe
             sample = p.sample;
             depth = p.delta_depth;
           }
+        }
+      }
+    }
+    if (id == 0 && contiguous) {  // another view of a content seen before
+      for (const Flat& f : storage->flat) {
+        if (f.data == data && f.version == version && f.numel == t.numel() && f.dtype == t.scalar_type()) {
+          id = f.id;
+          sample = f.sample;
+          depth = f.delta_depth;
         }
       }
     }
@@ -230,6 +265,9 @@ ContentStore::Content ContentStore::identify(const at::Tensor& t, std::vector<Pe
     sample_mismatches_.fetch_add(1, std::memory_order_relaxed);
     std::lock_guard<std::mutex> lock(mu_);
     if (auto it = contents_.find(impl); it != contents_.end()) dropContents(it);
+    if (auto it = storages_.find(t.storage().unsafeGetStorageImpl()); it != storages_.end()) {
+      it->second.flat = {};
+    }
   }
   Pending p;
   p.impl = c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(t.getIntrusivePtr());
@@ -240,6 +278,8 @@ ContentStore::Content ContentStore::identify(const at::Tensor& t, std::vector<Pe
   p.dtype = t.scalar_type();
   p.sizes = c10::DimVector(t.sizes());
   p.strides = c10::DimVector(t.strides());
+  p.numel = t.numel();
+  p.contiguous = contiguous;
   p.sample = now;
   p.id = next_id_.fetch_add(1, std::memory_order_relaxed);
   defined_.fetch_add(1, std::memory_order_relaxed);
@@ -254,6 +294,7 @@ void ContentStore::publish(std::vector<Pending>& pending) {
     const c10::TensorImpl* impl = p.impl._unsafe_get_target();
     auto storage = storages_.find(static_cast<const c10::StorageImpl*>(p.storage));
     if (p.impl.expired() || storage == storages_.end() || storage->second.aliased) continue;
+    if (p.contiguous) rememberFlat(storage->second, p);
     auto it = contents_.find(impl);
     if (it == contents_.end()) {
       if (contents_.size() >= kMaxTensors) continue;

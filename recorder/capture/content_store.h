@@ -6,7 +6,11 @@
 //
 // A content is one TensorImpl at one autograd version, with its data pointer
 // and geometry: every in-place op and copy_ through the dispatcher bumps the
-// version (views share it). Writes the counter does not see are guarded:
+// version (views share it). Contiguous tensors on one storage at one version
+// with the same first element, element type and count hold the same bytes in
+// the same order, whatever their shapes: a view, reshape, flatten, unsqueeze
+// or detach of a contiguous tensor is its base's content, not summarised (or
+// stored) again. Writes the counter does not see are guarded:
 //  - a second version counter on a storage (a `.data` alias, `t.data = x`,
 //    `set_` onto another tensor's storage): once acc sees one, that storage
 //    is never deduplicated again;
@@ -23,6 +27,7 @@
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory_resource>
@@ -46,6 +51,8 @@ class ContentStore {
     int64_t offset = 0;
     at::ScalarType dtype = at::kFloat;
     c10::DimVector sizes, strides;
+    int64_t numel = 0;
+    bool contiguous = false;
     uint64_t sample = 0;  // CPU tensors: checksum of kSamples elements
     uint64_t id = 0;
     // Its bytes are recorded as a delta on a chain of this many earlier
@@ -78,13 +85,30 @@ class ContentStore {
   nlohmann::json countsJson() const;  // manifest "contents"
 
  private:
+  // A published contiguous content of a storage, for its other views.
+  struct Flat {
+    const void* data = nullptr;  // nullptr: empty
+    int64_t numel = 0;
+    at::ScalarType dtype = at::kFloat;
+    uint32_t version = 0;
+    uint8_t delta_depth = 0;
+    uint64_t sample = 0, id = 0;
+  };
+  static constexpr size_t kFlatPerStorage = 2;
   struct StorageEntry {
     c10::weak_intrusive_ptr<c10::StorageImpl> guard;  // keeps the address unique
     const void* counter = nullptr;  // the version counter seen with it
     bool aliased = false;           // a second counter was seen
+    // Its latest contiguous contents: every view of the storage shares the
+    // counter (a second one ends its deduplication), so a lower version
+    // than the tensor's is a content that can never be met again.
+    std::array<Flat, kFlatPerStorage> flat{};
   };
   bool keyable(const at::Tensor& t) const;
-  bool storageUsable(const at::Tensor& t);  // holds mu_
+  // `t`'s storage's entry, made if new; nullptr where its contents are not
+  // deduplicated (aliased, or the table is full).
+  StorageEntry* storageUsable(const at::Tensor& t);  // holds mu_
+  void rememberFlat(StorageEntry& storage, const Pending& p);  // holds mu_
   void forget(const c10::StorageImpl* storage);  // holds mu_: marks it aliased
   void sweep();                             // holds mu_
 

@@ -70,6 +70,41 @@ TEST(ContentStoreTest, InPlaceWritesAndViewsAreOtherContents) {
   EXPECT_FALSE(record(store, col).ref);
 }
 
+// A view, reshape, detach or unsqueeze of a contiguous tensor holds its
+// bytes in the same order: the same content, in the record that makes the
+// view and in later ones, until a write through either moves their shared
+// version. Views of other bytes, order or type are other contents.
+TEST(ContentStoreTest, ContiguousViewsOfAContentAreThatContent) {
+  ContentStore store;
+  at::Tensor t = at::rand({8, 8});
+  std::vector<ContentStore::Pending> pending;
+  const ContentStore::Content base = store.identify(t, pending);
+  const ContentStore::Content flat = store.identify(t.view({64}), pending);  // a view op's input, then output
+  EXPECT_TRUE(flat.ref);
+  EXPECT_EQ(flat.id, base.id);
+  store.publish(pending);
+  for (const at::Tensor& view : {t.reshape({4, 16}), t.detach(), t.unsqueeze(0), t.view({2, 4, 8})}) {
+    const ContentStore::Content c = record(store, view);
+    EXPECT_TRUE(c.ref);
+    EXPECT_EQ(c.id, base.id);
+  }
+  EXPECT_FALSE(record(store, t[0]).ref);              // its first row: fewer elements
+  EXPECT_FALSE(record(store, t.t()).ref);             // another order
+  EXPECT_FALSE(record(store, t.view(at::kInt)).ref);  // another type
+  at::Tensor view = t.view({64});
+  view.add_(1);  // through the view: the base's version moves too
+  const ContentStore::Content after = record(store, t);
+  EXPECT_FALSE(after.ref);
+  EXPECT_NE(after.id, base.id);
+  EXPECT_EQ(record(store, t.view({16, 4})).id, after.id);
+  // A write no counter sees is caught by the sample, through a view too.
+  std::memset(t.data_ptr(), 0, 64 * sizeof(float));
+  const ContentStore::Content raw = record(store, t.view({64}));
+  EXPECT_FALSE(raw.ref);
+  EXPECT_NE(raw.id, after.id);
+  EXPECT_EQ(store.countsJson()["sample_mismatches"], 1);
+}
+
 TEST(ContentStoreTest, ASecondVersionCounterOnAStorageEndsItsDeduplication) {
   ContentStore store;
   at::Tensor t = at::rand({64});
