@@ -24,6 +24,7 @@
 #include "recorder/write/ring_buffer.h"
 #include "recorder/capture/tensor_capture.h"
 #include "recorder/capture/cpu/tensor_stats.h"
+#include "recorder/capture/device/stats_batch.h"
 
 namespace {
 
@@ -128,6 +129,26 @@ void BM_HostAllFinite(benchmark::State& state) {
   setBytes(state, t);
 }
 
+// What joining a device statistics batch costs the op's thread when its
+// tensors are large against the batch's memory bound (ACC_BUFFER_MB / 8):
+// the bound is looked at every eighth of it joined, here at every tensor,
+// as on a GPT-2-sized decoder's activations. range(0) tensors join one batch
+// (on the CPU device, whose kernels the unit tests use); the program holds
+// them all, so only the look itself runs, not a launch.
+void BM_StatsBatchJoin(benchmark::State& state) {
+  const int64_t count = state.range(0);
+  std::vector<at::Tensor> held;
+  for (int64_t i = 0; i < count; ++i) held.push_back(at::zeros({2048}));
+  for (auto _ : state) {
+    acc::recorder::StatsBatch batch(1 << 20, 8 * held[0].nbytes());
+    for (const at::Tensor& t : held) benchmark::DoNotOptimize(batch.add(t));
+    state.PauseTiming();
+    batch.flush();
+    state.ResumeTiming();
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * count);
+}
+
 #define ACC_SIZES Arg(1 << 10)->Arg(1 << 16)->Arg(1 << 20)->Arg(1 << 24)
 BENCHMARK(BM_HostAllFinite)->ArgNames({"numel", "bits"})->ArgsProduct({{1 << 10, 1 << 16, 1 << 20, 1 << 24}, {32, 16}});
 BENCHMARK(BM_TensorStats)->ACC_SIZES;
@@ -135,6 +156,7 @@ BENCHMARK(BM_TensorStatsAten)->ACC_SIZES;
 BENCHMARK(BM_TensorStatsStrided)->Arg(14)->Arg(56);
 BENCHMARK(BM_TensorStatsTransposed)->Arg(64)->Arg(256)->Arg(257);
 BENCHMARK(BM_TensorStatsHeads)->Arg(32)->Arg(128);
+BENCHMARK(BM_StatsBatchJoin)->Arg(64)->Arg(512);
 BENCHMARK(BM_CaptureTensor)
     ->ArgNames({"numel", "level"})
     ->Args({1 << 10, 0})->Args({1 << 10, 1})->Args({1 << 10, 2})

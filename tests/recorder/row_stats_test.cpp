@@ -245,5 +245,57 @@ TEST(StatsBatch, AWriteBehindTheDispatchersBackDropsTheStatistics) {
   EXPECT_EQ(batch.counts().stale, 1u);
 }
 
+// A batch runs once the tensors only it still holds take more than its
+// bound; a view holds its base (autograd's views do on every torch), so a
+// freed temporary and its views waiting together are acc's alone, while a
+// view the program keeps holds the base's storage for the program. Every
+// tensor here takes more than an eighth of the bound, so the bound is
+// looked at each time one joins.
+TEST(StatsBatch, RunsOnceTheTensorsOnlyItHoldsPassItsBound) {
+  constexpr int64_t kBound = 1 << 20;
+  StatsBatch batch(1000, kBound);
+  at::Tensor keep = at::randn({kBound / 4});  // 1 MiB, held throughout
+  // 2 MiB, made by an op from a parameter, as a layer's output is (a view
+  // of a parameter itself is also held by its gradient's accumulator)
+  at::Tensor parameter = at::randn({kBound / 2}).requires_grad_();
+  auto temporary = [&] { return parameter * 2; };
+  {
+    at::Tensor base = temporary();
+    at::Tensor view = base.narrow(0, 0, kBound / 4);
+    ASSERT_TRUE(view.is_view());
+    StatsTicket first = batch.add(base);
+    batch.add(view);
+    base.reset();  // the program keeps the view, so the storage is still its
+    batch.add(keep);
+    EXPECT_FALSE(first.flight->launched());
+    view.reset();  // now acc alone holds the temporary, its view and their storage
+    batch.add(keep);
+    EXPECT_TRUE(first.flight->launched());
+  }
+  {
+    at::Tensor base = temporary();
+    StatsTicket first = batch.add(base);
+    batch.add(base.narrow(0, 0, kBound / 4));
+    batch.add(base.narrow(0, kBound / 4, kBound / 4));  // the base holds three references of acc's
+    batch.add(keep);
+    EXPECT_FALSE(first.flight->launched());  // the program holds the base
+    base.reset();
+    batch.add(keep);
+    EXPECT_TRUE(first.flight->launched());
+  }
+  {
+    at::Tensor base = temporary();
+    StatsTicket first = batch.add(base);
+    base.reset();
+    batch.add(keep);
+    batch.add(keep);  // the same tensor twice: still the program's
+    EXPECT_TRUE(first.flight->launched());
+    StatsTicket kept = batch.add(keep);
+    batch.add(keep);
+    EXPECT_FALSE(kept.flight->launched());
+  }
+  EXPECT_EQ(batch.counts().stale, 0u);
+}
+
 }  // namespace
 }  // namespace acc::recorder

@@ -86,42 +86,46 @@ StatsTicket StatsBatch::add(const at::Tensor& t) {
 bool StatsBatch::aloneOverLimitLocked() {
   if (bytes_since_check_ < max_alone_bytes_ / 8) return false;
   bytes_since_check_ = 0;
-  struct Entries {
-    size_t count = 0;  // waiting entries holding the tensor
-    const at::Tensor* tensor = nullptr;
-  };
-  std::unordered_map<const c10::TensorImpl*, Entries> entries;
+  // Distinct waiting tensors, by TensorImpl: sorted, with the waiting
+  // entries holding each counted.
+  std::vector<Holder>& holders = holders_;
+  holders.clear();
   for (const Waiting& w : waiting_) {
-    if (!w.tensor.defined()) continue;
-    Entries& e = entries[w.tensor.unsafeGetTensorImpl()];
-    ++e.count;
-    e.tensor = &w.tensor;
+    if (w.tensor.defined()) holders.push_back({w.tensor.unsafeGetTensorImpl(), &w.tensor, w.storage, 1});
   }
+  auto byImpl = [](const Holder& a, const Holder& b) { return a.impl < b.impl; };
+  std::sort(holders.begin(), holders.end(), byImpl);
+  size_t distinct = 0;
+  for (size_t i = 0; i < holders.size(); ++i) {
+    if (distinct > 0 && holders[distinct - 1].impl == holders[i].impl) {
+      ++holders[distinct - 1].entries;
+    } else {
+      holders[distinct++] = holders[i];
+    }
+  }
+  holders.resize(distinct);
   // A view holds its base (torch 2's views keep it even under no_grad): a
   // waiting view of a waiting base is one more reference of acc's own.
-  for (auto& [impl, e] : entries) {
-    if (!e.tensor->is_view()) continue;
-    auto base = entries.find(e.tensor->_base().unsafeGetTensorImpl());
-    if (base != entries.end()) ++base->second.count;
+  for (const Holder& h : holders) {
+    if (!h.tensor->is_view()) continue;
+    const Holder key{h.tensor->_base().unsafeGetTensorImpl()};
+    auto base = std::lower_bound(holders.begin(), holders.end(), key, byImpl);
+    if (base != holders.end() && base->impl == key.impl) ++base->entries;
   }
-  struct Storage {
-    size_t tensors = 0;  // distinct waiting tensors on it
-    bool held = false;   // a tensor on it has a reference no waiting entry holds
-    uint64_t bytes = 0;
-    size_t references = 0;
-  };
-  std::unordered_map<const void*, Storage> storages;
-  for (const auto& [impl, e] : entries) {
-    const at::Tensor& t = *e.tensor;
-    Storage& s = storages[storageOf(t)];
-    ++s.tensors;
-    s.held = s.held || t.use_count() != e.count;
-    s.bytes = t.storage().nbytes();
-    s.references = t.storage().use_count();
-  }
+  // By storage: it is acc's alone when every reference to it is a waiting
+  // tensor's and every reference to those tensors a waiting entry's or a
+  // waiting view's.
+  std::sort(holders.begin(), holders.end(), [](const Holder& a, const Holder& b) { return a.storage < b.storage; });
   uint64_t alone = 0;
-  for (const auto& [storage, s] : storages) {
-    if (!s.held && s.references == s.tensors) alone += s.bytes;
+  for (size_t i = 0; i < holders.size();) {
+    size_t j = i;
+    bool held = false;
+    for (; j < holders.size() && holders[j].storage == holders[i].storage; ++j) {
+      held = held || holders[j].tensor->use_count() != holders[j].entries;
+    }
+    const c10::Storage& storage = holders[i].tensor->storage();
+    if (!held && storage.use_count() == j - i) alone += storage.nbytes();
+    i = j;
   }
   return alone > max_alone_bytes_;
 }

@@ -136,6 +136,13 @@ class StatsBatch {
   };
   void launchLocked();
   bool aloneOverLimitLocked();
+  // One waiting tensor as aloneOverLimitLocked() sees it.
+  struct Holder {
+    const c10::TensorImpl* impl = nullptr;
+    const at::Tensor* tensor = nullptr;
+    const void* storage = nullptr;
+    size_t entries = 0;  // waiting entries holding it, and waiting views of it
+  };
   using Storages = c10::SmallVector<const void*, 4>;
   void protectLocked(const Storages& storages);
 
@@ -150,6 +157,10 @@ class StatsBatch {
   SideHeap heap_;
   std::pmr::unordered_map<const void*, uint32_t> storages_{heap_.resource()};
   std::atomic<size_t> size_{0};  // waiting_.size(), read without the lock
+  // aloneOverLimitLocked()'s buffer, kept from look to look: with large
+  // tensors it looks at every one that joins (hundreds a step), and hash
+  // maps built each time cost a malloc per waiting tensor.
+  std::vector<Holder> holders_;
   uint64_t bytes_since_check_ = 0;
   uint64_t waiting_bytes_ = 0;   // of the waiting tensors, held or not
   bool fused_batch_ = false;     // the open batch's device has its own kernel
