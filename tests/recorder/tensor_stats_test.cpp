@@ -419,7 +419,10 @@ TEST_F(TensorStatsTest, StridedViewsGiveExactlyTheirContiguousCopysStatistics) {
           t.t(), t.slice(1, 0, t.size(1), 3), t.slice(0, 1, t.size(0), 2).t(), t.slice(1, 1, t.size(1) - 1),
           t.select(1, 2).unsqueeze(1).expand({t.size(0), 7}),
           t.reshape({-1}).slice(0, 0, t.numel() - t.numel() % 4).view({-1, 2, 2}).permute({2, 0, 1}),
-          t.reshape({-1}).slice(0, 0, t.numel() - t.numel() % 8).view({-1, 2, 4}).transpose(0, 1)};
+          t.reshape({-1}).slice(0, 0, t.numel() - t.numel() % 8).view({-1, 2, 4}).transpose(0, 1),
+          // rows of whole vector steps (attention's heads of 16)
+          t.reshape({-1}).slice(0, 0, t.numel() - t.numel() % 32).view({-1, 2, 16}).transpose(0, 1),
+          t.reshape({-1}).slice(0, 0, t.numel() - t.numel() % 96).view({-1, 3, 4, 8}).permute({1, 2, 0, 3})};
       for (const at::Tensor& view : views) {
         if (view.is_contiguous()) continue;  // a single row (3 x 5, every second row of 2)
         EXPECT_EQ(statsReadInPlace(view), view.numel() <= 32768);
