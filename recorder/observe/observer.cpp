@@ -107,7 +107,17 @@ struct ThreadState {
     if (pending && s != nullptr) s->counts().capture_errors.fetch_add(1, std::memory_order_relaxed);
   }
 };
-thread_local ThreadState tls;
+// Reached through a plain pointer: a thread_local with a constructor is
+// reached through the compiler's TLS init wrapper at every use (a few
+// dozen times an op: 18,000 calls a step on the LM at level 0).
+thread_local ThreadState* t_state = nullptr;
+
+ThreadState& threadState() {
+  if (ThreadState* s = t_state) return *s;
+  thread_local ThreadState owned;
+  t_state = &owned;
+  return owned;
+}
 
 struct OpContext : at::ObserverContext {
   // One per op: its memory is reused (RecordFunction frees it through the
@@ -115,7 +125,7 @@ struct OpContext : at::ObserverContext {
   static void* operator new(size_t size) { return record_pool::takeBlock(size); }
   static void operator delete(void* p, size_t size) { record_pool::giveBlock(p, size); }
 
-  bool entered = false;  // counted in tls.depth
+  bool entered = false;  // counted in the thread's depth
   bool top_level_forward = false;  // called by user code, outside any op
   // Small vectors: an op writes one or two arguments (an optimizer's
   // _foreach_ op, more), and a heap vector here was one allocation per
@@ -124,7 +134,7 @@ struct OpContext : at::ObserverContext {
   // A top-level in-place op's written arguments and their versions at its
   // start (checkVersions).
   c10::SmallVector<std::pair<at::Tensor, uint32_t>, 2> versions;
-  bool engine_scope = false;  // counted in tls.engine_depth
+  bool engine_scope = false;  // counted in the thread's engine_depth
   bool optimizer_step = false;
   bool named = false;  // numbered and offered to the selector
   bool forward = false;  // a named forward op: number and step are set
@@ -155,7 +165,7 @@ void finishRecord(Session& s, std::unique_ptr<CapturedOp> record) {
 }
 
 void flushPending(Session& s) {
-  if (tls.pending) finishRecord(s, std::move(tls.pending));
+  if (threadState().pending) finishRecord(s, std::move(threadState().pending));
 }
 
 // `module`: the op's module path (a backward record's forward op's), null
@@ -170,7 +180,7 @@ std::unique_ptr<CapturedOp> newRecord(Session& s, std::string_view name, std::st
   r->pass = pass;
   r->op_number = number;
   r->step = step;
-  r->depth = static_cast<uint32_t>(tls.depth - 1);
+  r->depth = static_cast<uint32_t>(threadState().depth - 1);
   r->thread = compat::currentThreadId();
   r->start_ns = nowNs();
   if (PythonHooks::instance().installed()) {
@@ -229,9 +239,9 @@ void captureAll(Session& s, c10::ArrayRef<const c10::IValue> values, Role role, 
   capture.level = watched ? 0 : s.config().level;
   capture.hold = r.hold.get();
   capture.devices = [&s](const std::string& d) {
-    if (d == tls.last_device) return;
+    if (d == threadState().last_device) return;
     s.noteDevice(d);
-    tls.last_device = d;
+    threadState().last_device = d;
   };
   capture.contents = watched || !dedup ? nullptr : s.contents();
   capture.batch = s.statsBatch();
@@ -340,18 +350,18 @@ class GradOutHook : public compat::PostHook {
   compat::VariableList operator()(const compat::VariableList& outputs,
                                   const compat::VariableList& /*grad_outputs*/) override {
     Session* s = Session::active();
-    if (s == nullptr || !tls.pending || tls.pending_seq != seq_) return outputs;
+    if (s == nullptr || !threadState().pending || threadState().pending_seq != seq_) return outputs;
     // The gradients as IValues, in this thread's buffer (one allocation
     // per node before), emptied after so that it holds no tensor.
-    std::vector<c10::IValue>& values = tls.grad_values;
+    std::vector<c10::IValue>& values = threadState().grad_values;
     try {
       values.assign(outputs.begin(), outputs.end());
-      captureAll(*s, c10::ArrayRef<const c10::IValue>(values.data(), values.size()), Role::GradOut, *tls.pending);
+      captureAll(*s, c10::ArrayRef<const c10::IValue>(values.data(), values.size()), Role::GradOut, *threadState().pending);
     } catch (...) {
       s->counts().capture_errors.fetch_add(1, std::memory_order_relaxed);
     }
     values.clear();
-    finishRecord(*s, std::move(tls.pending));
+    finishRecord(*s, std::move(threadState().pending));
     return outputs;
   }
 
@@ -366,8 +376,8 @@ void hookNodes(Session& s, const std::vector<c10::IValue>& outputs, uint64_t thr
   // In this thread's buffers; `seen` holds only the op's own (claimed)
   // nodes, almost always a few, so it is searched in turn; an op that
   // claimed many takes a hash set.
-  std::vector<torch::autograd::Node*>& todo = tls.todo;
-  std::vector<torch::autograd::Node*>& seen = tls.seen;
+  std::vector<torch::autograd::Node*>& todo = threadState().todo;
+  std::vector<torch::autograd::Node*>& seen = threadState().seen;
   todo.clear();
   seen.clear();
   std::unordered_set<torch::autograd::Node*> many;
@@ -418,10 +428,10 @@ void recordGradient(Session& s, const at::RecordFunction& fn, const std::string&
 std::unique_ptr<OpContext> enter(Session& s, bool backward, const char* name) {
   auto ctx = std::make_unique<OpContext>();
   ctx->entered = true;
-  ctx->top_level_forward = !backward && tls.depth == 0 && tls.engine_depth == 0;
+  ctx->top_level_forward = !backward && threadState().depth == 0 && threadState().engine_depth == 0;
   ctx->collective = !backward && isCollective(name);
-  ctx->named = s.config().nested || (tls.depth == 0 && (backward || tls.engine_depth == 0)) || ctx->collective;
-  ++tls.depth;
+  ctx->named = s.config().nested || (threadState().depth == 0 && (backward || threadState().engine_depth == 0)) || ctx->collective;
+  ++threadState().depth;
   return ctx;
 }
 
@@ -585,8 +595,8 @@ void startBackward(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
   const uint64_t seq = static_cast<uint64_t>(fn.seqNr());
   auto link = s.links().take(fn.forwardThreadId(), seq);
   // Built in this thread's buffers, kept from node to node.
-  std::string& name = tls.name;
-  std::string& forward_name = tls.forward_name;
+  std::string& name = threadState().name;
+  std::string& forward_name = threadState().forward_name;
   std::string_view op;
   uint64_t n;
   uint32_t k = 1;  // the forward op's k-th node: .bwd.k from the second on
@@ -626,8 +636,8 @@ void endBackward(Session& s, OpContext& ctx) {
   // Gradients flowing out (those of the forward op's inputs) arrive in the
   // node's post hook, right after this end.
   if (ctx.hooked && s.config().inputs) {
-    tls.pending = std::move(ctx.record);
-    tls.pending_seq = ctx.backward_seq;
+    threadState().pending = std::move(ctx.record);
+    threadState().pending_seq = ctx.backward_seq;
   } else {
     finishRecord(s, std::move(ctx.record));
   }
@@ -674,7 +684,7 @@ std::unique_ptr<at::ObserverContext> onStart(const at::RecordFunction& fn) {
     if (isEngineScope(name)) {
       auto ctx = std::make_unique<OpContext>();
       ctx->engine_scope = true;
-      ++tls.engine_depth;
+      ++threadState().engine_depth;
       return ctx;
     }
   }
@@ -690,7 +700,7 @@ std::unique_ptr<at::ObserverContext> onStart(const at::RecordFunction& fn) {
       noteVersions(*s, fn, *ctx);
     }
     if (tape != nullptr) {
-      if (tls.depth == 1) RandomTape::outerStarted(name);
+      if (threadState().depth == 1) RandomTape::outerStarted(name);
       if (!backward) ctx->random = tape->started(fn);
     }
   } catch (...) {
@@ -700,7 +710,7 @@ std::unique_ptr<at::ObserverContext> onStart(const at::RecordFunction& fn) {
     try {
       if (backward) startBackward(*s, fn, *ctx);
       else startForward(*s, fn, *ctx);
-      if (tape != nullptr && !backward && tls.depth == 1) RandomTape::outerNumbered(ctx->number);
+      if (tape != nullptr && !backward && threadState().depth == 1) RandomTape::outerNumbered(ctx->number);
     } catch (...) {
       // acc must never fail the op it observes.
       s->counts().capture_errors.fetch_add(1, std::memory_order_relaxed);
@@ -725,14 +735,14 @@ std::unique_ptr<at::ObserverContext> onStart(const at::RecordFunction& fn) {
 void onEnd(const at::RecordFunction& fn, at::ObserverContext* base) {
   auto* ctx = static_cast<OpContext*>(base);
   if (ctx == nullptr) return;
-  if (ctx->entered) --tls.depth;
-  if (ctx->engine_scope) --tls.engine_depth;
+  if (ctx->entered) --threadState().depth;
+  if (ctx->engine_scope) --threadState().engine_depth;
   Session* s = Session::active();
   if (s == nullptr) return;
   try {
     // The backward pass is over (or a node threw and unwound it): a node
     // whose post hook never ran is recorded with what it has.
-    if (ctx->engine_scope && tls.engine_depth == 0) flushPending(*s);
+    if (ctx->engine_scope && threadState().engine_depth == 0) flushPending(*s);
     if (ctx->optimizer_step) {
       s->advanceStep();
     } else if (ctx->named && fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
