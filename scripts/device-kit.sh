@@ -8,7 +8,9 @@
 #   scripts/device-kit.sh build [KIT]   there: unpacks KIT's .debs into KIT/root (no
 #                                       root needed) and builds libacc.so, acc-analyzer
 #                                       and acc-replay into ACC_BUILD_DIR (default
-#                                       build): no tests, benchmarks or debug information
+#                                       build): no tests, benchmarks or debug information;
+#                                       the kit's libraries they need are copied into
+#                                       build/lib, so build/ works without the kit
 # After the build: scripts/check-cuda.sh, bench/overhead.py --device cuda ...
 # (docs/guide/building.md, "On a machine without apt").
 set -euo pipefail
@@ -82,8 +84,19 @@ EOF
   cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -DNDEBUG" \
     "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -DNDEBUG" -DACC_UNITY_BUILD=ON -DACC_BUILD_TESTS=OFF -DACC_BUILD_BENCH=OFF \
     "-DACC_PYTHON=$python" "-DCMAKE_PREFIX_PATH=$root/usr" "-DZLIB_ROOT=$root/usr" "-DPKG_CONFIG_EXECUTABLE=$root/pkg-config" \
-    ${ACC_CMAKE_ARGS:-}
+    '-DCMAKE_BUILD_RPATH=$ORIGIN/../lib' ${ACC_CMAKE_ARGS:-}
   cmake --build "$build_dir" -j "$(nproc)" --target acc acc_core acc-analyzer acc-replay
+  # The kit's libraries that acc's need (libunwind, zstd...) beside them in
+  # build/lib, found through $ORIGIN/../lib once the kit's root is gone: a
+  # second call that carries the kit again replaces its folder, root and
+  # all, and libacc_core.so would no longer load (recording off).
+  local name dir
+  for name in $(objdump -p "$build_dir"/lib/*.so "$build_dir"/bin/acc-analyzer "$build_dir"/bin/acc-replay |
+                awk '$1 == "NEEDED" {print $2}' | sort -u); do
+    for dir in "$libdir" "$root/lib/x86_64-linux-gnu"; do
+      [[ -e $dir/$name ]] && { cp -L "$dir/$name" "$build_dir/lib/"; break; }
+    done
+  done
   echo "device-kit: built $build_dir/lib/libacc.so, $build_dir/bin/acc-analyzer and $build_dir/bin/acc-replay"
 }
 
