@@ -94,7 +94,10 @@ EOF
   for name in $(objdump -p "$build_dir"/lib/*.so "$build_dir"/bin/acc-analyzer "$build_dir"/bin/acc-replay |
                 awk '$1 == "NEEDED" {print $2}' | sort -u); do
     for dir in "$libdir" "$root/lib/x86_64-linux-gnu"; do
-      [[ -e $dir/$name ]] && { cp -L "$dir/$name" "$build_dir/lib/"; break; }
+      if [[ -e $dir/$name ]]; then
+        cp -L "$dir/$name" "$build_dir/lib/"
+        break
+      fi
     done
   done
   echo "device-kit: built $build_dir/lib/libacc.so, $build_dir/bin/acc-analyzer and $build_dir/bin/acc-replay"
