@@ -51,8 +51,12 @@ void onProf(int, siginfo_t*, void*) {
 }
 
 __attribute__((constructor)) void start() {
-  g_out = std::getenv("HOST_SAMPLER_OUT");
-  if (g_out == nullptr || *g_out == '\0') return;
+  const char* out = std::getenv("HOST_SAMPLER_OUT");
+  if (out == nullptr || *out == '\0') return;
+  // This process only: its children (compile workers, data loaders) would
+  // write over its samples at their exit.
+  g_out = strdup(out);
+  unsetenv("HOST_SAMPLER_OUT");
   const char* us_text = std::getenv("HOST_SAMPLER_US");
   long us = us_text != nullptr ? std::strtol(us_text, nullptr, 10) : 1000;
   if (us < 100) us = 100;
