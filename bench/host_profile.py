@@ -5,7 +5,7 @@ For machines without perf, where py-spy --native does not finish (a CUDA
 process on the lent H200). It compiles bench/host_sampler.cpp (once, with
 the C++ compiler of CXX or c++), runs the command with the sampler preloaded
 before the LD_PRELOAD it already has, then names the frames of acc's
-libraries (libacc*.so, through addr2line: a build with -g gives inlined
+libraries (libacc.so and libacc_core.so, through addr2line: a build with -g gives inlined
 functions and lines) and prints, of the samples of each busy thread:
 the share with acc on the stack; acc's outermost frames (which callback);
 acc's frames inclusive; acc's innermost frames (where acc spends it, its
@@ -89,7 +89,9 @@ class Maps:
 
 
 def is_acc(path):
-    return path is not None and os.path.basename(path).startswith("libacc")
+    """The recorder's libraries: not the test accelerator's or the callback
+    floor's, which share the prefix."""
+    return path is not None and os.path.basename(path) in ("libacc.so", "libacc_core.so")
 
 
 def passes_through(name):
