@@ -104,8 +104,10 @@ def names_of(path, offsets):
     """addr2line's function names for `offsets` in `path`, inlined callers
     included, outermost last: {offset: [innermost, ..., outermost]}."""
     offsets = sorted(offsets)
-    out = subprocess.run(["addr2line", "-a", "-f", "-C", "-i", "-e", path] + [hex(o) for o in offsets],
-                         capture_output=True, text=True).stdout.splitlines()
+    out = []
+    for i in range(0, len(offsets), 4000):  # a command line of bounded length
+        out += subprocess.run(["addr2line", "-a", "-f", "-C", "-i", "-e", path] + [hex(o) for o in offsets[i:i + 4000]],
+                              capture_output=True, text=True).stdout.splitlines()
     names, current = {}, None
     i = 0
     while i < len(out):
