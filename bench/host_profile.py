@@ -27,6 +27,7 @@ time per op.
 import argparse
 import bisect
 import collections
+import glob
 import os
 import shutil
 import subprocess
@@ -46,7 +47,7 @@ def sampler_library():
         cxx = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
         if not cxx:
             sys.exit("host_profile: no C++ compiler (set CXX) to build bench/host_sampler.cpp")
-        subprocess.run([cxx, "-O2", "-shared", "-fPIC", "-o", lib + ".tmp", src], check=True)
+        subprocess.run([cxx, "-O2", "-shared", "-fPIC", "-o", lib + ".tmp", src, "-lrt"], check=True)
         os.replace(lib + ".tmp", lib)
     return lib
 
@@ -201,21 +202,34 @@ def main():
         ap.error("give --out FILE -- COMMAND..., or --report FILE")
     env = dict(os.environ, HOST_SAMPLER_OUT=os.path.abspath(args.out), HOST_SAMPLER_US=str(args.us),
                HOST_SAMPLER_SKIP_MS=str(int(args.skip_s * 1000)))
-    # The sampler first, so that a command given through env keeps its own
-    # LD_PRELOAD after it: env's assignment replaces this one, so the
-    # command's LD_PRELOAD is extended here instead when it is an env line.
+    # The sampler before what the program preloads. A command given through
+    # env sets its own LD_PRELOAD, which replaces this one: it gets the
+    # sampler too.
     sampler = sampler_library()
+    env["LD_PRELOAD"] = ":".join(filter(None, [sampler, env.get("LD_PRELOAD")]))
     if command[0] == "env":
-        command = [a if not a.startswith("LD_PRELOAD=") else f"LD_PRELOAD={sampler}:{a[11:]}" for a in command]
-        if not any(a.startswith("LD_PRELOAD=") for a in command):
-            env["LD_PRELOAD"] = ":".join(filter(None, [sampler, env.get("LD_PRELOAD")]))
-    else:
-        env["LD_PRELOAD"] = ":".join(filter(None, [sampler, env.get("LD_PRELOAD")]))
+        command = [f"LD_PRELOAD={sampler}:{a[11:]}" if a.startswith("LD_PRELOAD=") else a for a in command]
+    # Each process writes OUT.pid; an earlier run's would pass for this one's.
+    for old in glob.glob(glob.escape(args.out) + ".*"):
+        if old.rsplit(".", 1)[1].isdigit():
+            os.remove(old)
     rc = subprocess.run(command, env=env).returncode
     if rc != 0:
         print(f"host_profile: the command exited with {rc}", file=sys.stderr)
-    if not os.path.exists(args.out):
+    files = [f for f in glob.glob(glob.escape(args.out) + ".*") if f.rsplit(".", 1)[1].isdigit()]
+    if not files:
         sys.exit("host_profile: no samples were written (did the program exit through os._exit?)")
+    # The program's own process: the one with the most samples.
+    counts = {}
+    for f in files:
+        with open(f) as fh:
+            counts[f] = sum(1 for line in fh if line.startswith("sample "))
+    main_file = max(files, key=lambda f: counts[f])
+    os.replace(main_file, args.out)
+    if len(files) > 1:
+        others = ", ".join(f"{f} ({counts[f]})" for f in sorted(files) if f != main_file)
+        print(f"host_profile: {len(files)} processes sampled; the one with the most samples is in {args.out}; "
+              f"the others: {others}")
     report(args.out, args.top)
     return rc
 

@@ -5,17 +5,17 @@
 // Every HOST_SAMPLER_US microseconds of the process's CPU time (SIGPROF,
 // delivered to the thread that used it; the kernel's tick is the shortest
 // period, 4 ms at 250 Hz), after HOST_SAMPLER_SKIP_MS milliseconds of it,
-// the interrupted thread's return
-// addresses are taken with backtrace() into a buffer mapped at start; at
-// exit each sample is written to HOST_SAMPLER_OUT as one line, the thread
-// id then the return addresses, innermost first, after the process's
-// mappings. host_profile.py names them (addr2line) and folds them. Nothing is written to the program's
-// output, and without HOST_SAMPLER_OUT the library does nothing.
+// the interrupted thread's return addresses are taken with backtrace() into
+// a buffer mapped at start. At exit the process's mappings, then one line
+// per sample (the thread id, then the return addresses, innermost first),
+// go to HOST_SAMPLER_OUT.pid; host_profile.py names them (addr2line) and
+// folds them. Nothing is written to the program's output, and without
+// HOST_SAMPLER_OUT the library does nothing.
 #include <execinfo.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
-#include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -36,6 +36,7 @@ void** g_buffer = nullptr;
 std::atomic<size_t> g_next{0};
 std::atomic<bool> g_on{false};
 const char* g_out = nullptr;
+timer_t g_timer;
 
 void onProf(int, siginfo_t*, void*) {
   if (!g_on.load(std::memory_order_relaxed)) return;
@@ -53,10 +54,12 @@ void onProf(int, siginfo_t*, void*) {
 __attribute__((constructor)) void start() {
   const char* out = std::getenv("HOST_SAMPLER_OUT");
   if (out == nullptr || *out == '\0') return;
-  // This process only: its children (compile workers, data loaders) would
-  // write over its samples at their exit.
-  g_out = strdup(out);
-  unsetenv("HOST_SAMPLER_OUT");
+  // A file per process (OUT.pid): the program's children (compile workers,
+  // data loaders) sample too, and a wrapper that execs it (env, timeout)
+  // keeps its pid and never reaches its destructors.
+  static char path[4096];
+  std::snprintf(path, sizeof path, "%s.%ld", out, static_cast<long>(getpid()));
+  g_out = path;
   const char* us_text = std::getenv("HOST_SAMPLER_US");
   long us = us_text != nullptr ? std::strtol(us_text, nullptr, 10) : 1000;
   if (us < 100) us = 100;
@@ -74,21 +77,28 @@ __attribute__((constructor)) void start() {
   sa.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&sa.sa_mask);
   if (sigaction(SIGPROF, &sa, nullptr) != 0) return;
-  g_on.store(true);
-  itimerval t{};
+  // A POSIX timer on the process's CPU clock, not setitimer(): execve
+  // deletes it, where an itimer would live on into the program a wrapper
+  // (env, timeout) execs and kill it with SIGPROF before its handler is set.
+  sigevent ev{};
+  ev.sigev_notify = SIGEV_SIGNAL;
+  ev.sigev_signo = SIGPROF;
+  if (timer_create(CLOCK_PROCESS_CPUTIME_ID, &ev, &g_timer) != 0) return;
+  itimerspec t{};
   t.it_interval.tv_sec = us / 1000000;
-  t.it_interval.tv_usec = us % 1000000;
+  t.it_interval.tv_nsec = (us % 1000000) * 1000;
   // The first sample after HOST_SAMPLER_SKIP_MS of CPU time: past the
   // program's start (importing torch, a device's initialisation).
   const char* skip_text = std::getenv("HOST_SAMPLER_SKIP_MS");
   const long skip_ms = skip_text != nullptr ? std::strtol(skip_text, nullptr, 10) : 0;
   if (skip_ms > 0) {
     t.it_value.tv_sec = skip_ms / 1000;
-    t.it_value.tv_usec = (skip_ms % 1000) * 1000;
+    t.it_value.tv_nsec = (skip_ms % 1000) * 1000000;
   } else {
     t.it_value = t.it_interval;
   }
-  setitimer(ITIMER_PROF, &t, nullptr);
+  g_on.store(true);
+  timer_settime(g_timer, 0, &t, nullptr);
 }
 
 // Writes the process's mappings, then the samples as return addresses:
@@ -96,8 +106,7 @@ __attribute__((constructor)) void start() {
 // every object's symbols for each of millions of frames).
 __attribute__((destructor)) void finish() {
   if (!g_on.exchange(false)) return;
-  itimerval off{};
-  setitimer(ITIMER_PROF, &off, nullptr);
+  timer_delete(g_timer);
   FILE* f = std::fopen(g_out, "w");
   if (f == nullptr) return;
   if (FILE* maps = std::fopen("/proc/self/maps", "r")) {
