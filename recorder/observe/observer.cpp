@@ -165,7 +165,8 @@ void finishRecord(Session& s, std::unique_ptr<CapturedOp> record) {
 }
 
 void flushPending(Session& s) {
-  if (threadState().pending) finishRecord(s, std::move(threadState().pending));
+  ThreadState& tls = threadState();
+  if (tls.pending) finishRecord(s, std::move(tls.pending));
 }
 
 // `module`: the op's module path (a backward record's forward op's), null
@@ -239,9 +240,10 @@ void captureAll(Session& s, c10::ArrayRef<const c10::IValue> values, Role role, 
   capture.level = watched ? 0 : s.config().level;
   capture.hold = r.hold.get();
   capture.devices = [&s](const std::string& d) {
-    if (d == threadState().last_device) return;
+    std::string& last = threadState().last_device;
+    if (d == last) return;
     s.noteDevice(d);
-    threadState().last_device = d;
+    last = d;
   };
   capture.contents = watched || !dedup ? nullptr : s.contents();
   capture.batch = s.statsBatch();
@@ -350,18 +352,20 @@ class GradOutHook : public compat::PostHook {
   compat::VariableList operator()(const compat::VariableList& outputs,
                                   const compat::VariableList& /*grad_outputs*/) override {
     Session* s = Session::active();
-    if (s == nullptr || !threadState().pending || threadState().pending_seq != seq_) return outputs;
+    if (s == nullptr) return outputs;
+    ThreadState& tls = threadState();
+    if (!tls.pending || tls.pending_seq != seq_) return outputs;
     // The gradients as IValues, in this thread's buffer (one allocation
     // per node before), emptied after so that it holds no tensor.
-    std::vector<c10::IValue>& values = threadState().grad_values;
+    std::vector<c10::IValue>& values = tls.grad_values;
     try {
       values.assign(outputs.begin(), outputs.end());
-      captureAll(*s, c10::ArrayRef<const c10::IValue>(values.data(), values.size()), Role::GradOut, *threadState().pending);
+      captureAll(*s, c10::ArrayRef<const c10::IValue>(values.data(), values.size()), Role::GradOut, *tls.pending);
     } catch (...) {
       s->counts().capture_errors.fetch_add(1, std::memory_order_relaxed);
     }
     values.clear();
-    finishRecord(*s, std::move(threadState().pending));
+    finishRecord(*s, std::move(tls.pending));
     return outputs;
   }
 
@@ -376,8 +380,9 @@ void hookNodes(Session& s, const std::vector<c10::IValue>& outputs, uint64_t thr
   // In this thread's buffers; `seen` holds only the op's own (claimed)
   // nodes, almost always a few, so it is searched in turn; an op that
   // claimed many takes a hash set.
-  std::vector<torch::autograd::Node*>& todo = threadState().todo;
-  std::vector<torch::autograd::Node*>& seen = threadState().seen;
+  ThreadState& tls = threadState();
+  std::vector<torch::autograd::Node*>& todo = tls.todo;
+  std::vector<torch::autograd::Node*>& seen = tls.seen;
   todo.clear();
   seen.clear();
   std::unordered_set<torch::autograd::Node*> many;
@@ -428,10 +433,11 @@ void recordGradient(Session& s, const at::RecordFunction& fn, const std::string&
 std::unique_ptr<OpContext> enter(Session& s, bool backward, const char* name) {
   auto ctx = std::make_unique<OpContext>();
   ctx->entered = true;
-  ctx->top_level_forward = !backward && threadState().depth == 0 && threadState().engine_depth == 0;
+  ThreadState& tls = threadState();
+  ctx->top_level_forward = !backward && tls.depth == 0 && tls.engine_depth == 0;
   ctx->collective = !backward && isCollective(name);
-  ctx->named = s.config().nested || (threadState().depth == 0 && (backward || threadState().engine_depth == 0)) || ctx->collective;
-  ++threadState().depth;
+  ctx->named = s.config().nested || (tls.depth == 0 && (backward || tls.engine_depth == 0)) || ctx->collective;
+  ++tls.depth;
   return ctx;
 }
 
@@ -595,8 +601,9 @@ void startBackward(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
   const uint64_t seq = static_cast<uint64_t>(fn.seqNr());
   auto link = s.links().take(fn.forwardThreadId(), seq);
   // Built in this thread's buffers, kept from node to node.
-  std::string& name = threadState().name;
-  std::string& forward_name = threadState().forward_name;
+  ThreadState& tls = threadState();
+  std::string& name = tls.name;
+  std::string& forward_name = tls.forward_name;
   std::string_view op;
   uint64_t n;
   uint32_t k = 1;  // the forward op's k-th node: .bwd.k from the second on
@@ -636,8 +643,9 @@ void endBackward(Session& s, OpContext& ctx) {
   // Gradients flowing out (those of the forward op's inputs) arrive in the
   // node's post hook, right after this end.
   if (ctx.hooked && s.config().inputs) {
-    threadState().pending = std::move(ctx.record);
-    threadState().pending_seq = ctx.backward_seq;
+    ThreadState& tls = threadState();
+    tls.pending = std::move(ctx.record);
+    tls.pending_seq = ctx.backward_seq;
   } else {
     finishRecord(s, std::move(ctx.record));
   }
@@ -735,14 +743,15 @@ std::unique_ptr<at::ObserverContext> onStart(const at::RecordFunction& fn) {
 void onEnd(const at::RecordFunction& fn, at::ObserverContext* base) {
   auto* ctx = static_cast<OpContext*>(base);
   if (ctx == nullptr) return;
-  if (ctx->entered) --threadState().depth;
-  if (ctx->engine_scope) --threadState().engine_depth;
+  ThreadState& tls = threadState();
+  if (ctx->entered) --tls.depth;
+  if (ctx->engine_scope) --tls.engine_depth;
   Session* s = Session::active();
   if (s == nullptr) return;
   try {
     // The backward pass is over (or a node threw and unwound it): a node
     // whose post hook never ran is recorded with what it has.
-    if (ctx->engine_scope && threadState().engine_depth == 0) flushPending(*s);
+    if (ctx->engine_scope && tls.engine_depth == 0) flushPending(*s);
     if (ctx->optimizer_step) {
       s->advanceStep();
     } else if (ctx->named && fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
