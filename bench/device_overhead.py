@@ -62,14 +62,19 @@ def main(argv):
         rows[device] = {r["config"]: r for r in report["rows"]}
         print(f"device_overhead.py: {device}: each run: {report['rows'][-1]['command']}", file=sys.stderr)
     a = accelerator
+    # The test device's kernels run on the host's threads; "host" is each
+    # step less their time: what the host spends where a device runs them.
+    host = all(r.get("host_median") is not None for r in rows[accelerator].values())
     header = (f"{'configuration':<14} {'cpu s/step':>11} {'cpu ratio':>10} {a + ' s/step':>15} {a + ' ratio':>14} "
-              f"{'kernels':>8} {'+/op':>6} {'+/tensor':>9} {'syncs':>6} {'host MB cpu':>12} {'host MB ' + a:>15} "
+              + (f"{'host s/step':>12} {'host ratio':>11} " if host else "")
+              + f"{'kernels':>8} {'+/op':>6} {'+/tensor':>9} {'syncs':>6} {'host MB cpu':>12} {'host MB ' + a:>15} "
               f"{a + ' MB':>11} {'stats MB/step':>14}")
     print(header)
     for name in rows["cpu"]:
         c, d = rows["cpu"][name], rows[accelerator][name]
         print(f"{name:<14} {c['median']:>11.4f} {c['ratio']:>9.2f}x {d['median']:>15.4f} {d['ratio']:>13.2f}x "
-              f"{cell(d.get('device_kernels'), 'd'):>8} {cell(d.get('kernels_per_op'), '.2f'):>6} "
+              + (f"{d['host_median']:>12.4f} {d['host_ratio']:>10.2f}x " if host else "")
+              + f"{cell(d.get('device_kernels'), 'd'):>8} {cell(d.get('kernels_per_op'), '.2f'):>6} "
               f"{cell(d.get('kernels_per_tensor'), '.2f'):>9} {cell(d.get('device_syncs'), 'd'):>6} "
               f"{cell(c.get('peak_rss_mb'), '.0f'):>12} {cell(d.get('peak_rss_mb'), '.0f'):>15} "
               f"{cell(d.get('device_peak_mb'), '.1f'):>11} {cell(d.get('stats_read_per_step_mb'), '.1f'):>14}")

@@ -10,7 +10,10 @@ Only the training steps are timed, not process start-up or `import torch`:
 examples/resnet_train.py prints `step N loss X time T` for every step; T is
 parsed and step 0 (warm-up) is skipped. A script that prints no step times
 (examples/mlp_train.py) is timed as a whole subprocess instead, and the
-output says so.
+output says so. A step line that ends `time T kernel K` (the test
+accelerator's device_train.py: K seconds of its kernels ran on the host's
+threads) adds the host's columns: each step's T - K, what the host spends
+where a device runs the kernels.
 
   /usr/bin/python3 bench/overhead.py
   /usr/bin/python3 bench/overhead.py --script examples/mlp_train.py --levels 1
@@ -52,7 +55,9 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_SCRIPT = "examples/resnet_train.py"
 DEFAULT_LIB = os.path.join("build", "lib", "libacc.so")
-STEP_LINE = re.compile(r"^step\s+(\d+)\b.*\btime\s+([0-9.eE+-]+)\s*$")
+# "kernel K" (the test accelerator's): seconds its kernels ran on the host's
+# threads within the step, work a real device does while its host goes on.
+STEP_LINE = re.compile(r"^step\s+(\d+)\b.*\btime\s+([0-9.eE+-]+)(?:\s+kernel\s+([0-9.eE+-]+))?\s*$")
 RUNNER_VARIABLES = ("ACC_ENABLE", "ACC_LEVEL", "ACC_OUTPUT_DIR", "ACC_QUIET")
 STDERR_TAIL = 60  # lines of a failed run's stderr to show
 # Runs the training script as its only child and prints that child's peak
@@ -239,11 +244,14 @@ def run_once(args, python, script_path, config, run_index, out_root, keep_record
                         f"command: {config['command']}\n--- stderr (last {STDERR_TAIL} lines):\n"
                         f"{tail(proc.stderr)}")
     steps = {}
+    kernels = {}
     extras = {}
     for line in proc.stdout.splitlines():
         m = STEP_LINE.match(line.strip())
         if m:
             steps[int(m.group(1))] = float(m.group(2))
+            if m.group(3) is not None:
+                kernels[int(m.group(1))] = float(m.group(3))
         m = COUNTERS_LINE.match(line.strip())
         if m:
             extras["counters"] = json.loads(m.group(1))
@@ -252,6 +260,9 @@ def run_once(args, python, script_path, config, run_index, out_root, keep_record
         if m:
             extras["peak_rss_mb"] = int(m.group(1)) / 1024
     step_times = [t for n, t in sorted(steps.items()) if n != 0] if steps else None
+    if step_times and len(kernels) == len(steps):
+        # The host's share of each step: its time less the device's kernels.
+        extras["host_step_times"] = [t - kernels[n] for n, t in sorted(steps.items()) if n != 0]
     if steps and not step_times:
         raise RunFailed(f"{label}: only the warm-up step printed a time; "
                         f"use --steps 2 or more")
@@ -314,6 +325,9 @@ def summarize(config, runs, per_step):
     row["min"] = min(samples)
     row["max"] = max(samples)
     row["process_seconds"] = [r["wall"] for r in runs]
+    if per_step and all(r["extras"].get("host_step_times") for r in runs):
+        row["host_run_medians"] = [statistics.median(r["extras"]["host_step_times"]) for r in runs]
+        row["host_median"] = statistics.median(t for r in runs for t in r["extras"]["host_step_times"])
     peaks = [r["extras"].get("peak_rss_mb") for r in runs if r["extras"].get("peak_rss_mb") is not None]
     row["peak_rss_mb"] = statistics.median(peaks) if peaks else None
     counters = [r["extras"]["counters"] for r in runs if "counters" in r["extras"]]
@@ -345,6 +359,9 @@ def format_table(rows, per_step):
     floor = any(r["level"] == "floor" for r in rows)
     if floor:
         header.append("above floor us/op")
+    host = all(r.get("host_median") is not None for r in rows)
+    if host:
+        header += ["host s/step", "host ratio"]
     device = any(r.get("device_kernels") is not None or r.get("device_peak_mb") is not None for r in rows)
     if device:
         header += ["device peak MB", "kernels", "+/op", "+/tensor", "syncs", "stats read MB/step"]
@@ -361,6 +378,8 @@ def format_table(rows, per_step):
                  f"{r['ratio']:.2f}x", per_op, per_step_mb, peak]
         if floor:
             cells.append(device_cell(r.get("above_floor_us_per_op"), ".2f"))
+        if host:
+            cells += [f"{r['host_median']:.4f}", f"{r['host_ratio']:.2f}x"]
         if device:
             cells += [device_cell(r.get("device_peak_mb"), ".1f"), device_cell(r.get("device_kernels"), "d"),
                       device_cell(r.get("kernels_per_op"), ".2f"), device_cell(r.get("kernels_per_tensor"), ".2f"),
@@ -538,8 +557,13 @@ def main(argv):
             # unrecorded (and, for ACC_REFERENCE, level-1) run, the median
             # over rounds. Rounds a minute apart share the machine's mood, so
             # this is steadier on a noisy VM than a ratio of medians.
+            if r.get("host_median") is not None and rows[0].get("host_median"):
+                r["host_ratio"] = r["host_median"] / rows[0]["host_median"]
             if args.interleave and per_step and r is not rows[0]:
                 r["paired_ratio"] = paired_ratio(r, rows[0])
+                if r.get("host_run_medians") and rows[0].get("host_run_medians"):
+                    r["host_paired_ratio"] = paired_ratio({"run_medians": r["host_run_medians"]},
+                                                          {"run_medians": rows[0]["host_run_medians"]})
                 if r["level"] == "reference" and level1 is not None:
                     r["paired_over_level1"] = paired_ratio(r, level1)
             # What the recorder costs per op the script runs, and writes per
@@ -631,6 +655,10 @@ def main(argv):
                       + ", ".join(f"{r['config']} {r['paired_ratio']:.2f}x" for r in paired)
                       + "".join(f"; {r['config']} against level 1 {r['paired_over_level1']:.2f}x"
                                 for r in paired if r.get("paired_over_level1") is not None))
+                if all(r.get("host_paired_ratio") is not None for r in paired):
+                    print("host:       the same, of each step's time less the test device's kernels (run on the "
+                          "host's threads here, on the device's own on real hardware): "
+                          + ", ".join(f"{r['config']} {r['host_paired_ratio']:.2f}x" for r in paired))
             if per_step and rows[0].get("late_mean") and len(rows) > 1:
                 print("late:       mean of each run's second half of steps (median over runs) against the "
                       "unrecorded run's, the pace once nothing absorbs what recording writes: "

@@ -16,6 +16,8 @@
 #include <map>
 #include <set>
 #include <memory>
+#include <regex>
+#include <sstream>
 
 #include "tests/accelerator/device_train_env.h"
 #include "tests/e2e/harness.h"
@@ -50,6 +52,21 @@ TEST(Accelerator, DeviceRunMatchesCpuRunBitForBit) {
   ASSERT_EQ(dev.exit_code, 0) << dev.err;
   EXPECT_EQ(lossLines(cpu.out).size(), 3u);
   EXPECT_EQ(lossLines(cpu.out), lossLines(dev.out));
+  // The device's step lines end with the seconds its kernels ran on the
+  // host's threads within the step (bench/overhead.py's "host" columns):
+  // some, and no more than the step took.
+  const std::regex step(R"(^step \d+ loss \S+ time (\S+) kernel (\S+)$)");
+  size_t timed = 0;
+  std::istringstream lines(dev.out);
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch m;
+    if (!std::regex_match(line, m, step)) continue;
+    ++timed;
+    EXPECT_GT(std::stod(m[2]), 0.0) << line;
+    EXPECT_LE(std::stod(m[2]), std::stod(m[1])) << line;
+  }
+  EXPECT_EQ(timed, 3u) << dev.out;
+  EXPECT_EQ(cpu.out.find(" kernel "), std::string::npos) << cpu.out;
 }
 
 TEST(Accelerator, RecordedLossesAreBitIdentical) {

@@ -21,6 +21,9 @@
 //    on the calling thread, as a driver does; TESTDEV_KERNEL_US, device
 //    time each kernel takes on a timeline of its own, which events and the
 //    host's waits (.item(), blocking copies, synchronisations) wait for;
+//  - the time its kernels ran on the calling thread after their launch cost
+//    (testdev_kernel_ns: ATen's CPU kernels and this file's wrapping, work
+//    a real device does while its host goes on);
 //  - its allocator's bytes in use and their peak (testdev_memory_*), the
 //    device's own memory, apart from the host's; TESTDEV_TRACE=1 prints
 //    each kernel's op to stderr;
@@ -84,8 +87,11 @@ constexpr c10::DeviceType kType = c10::DeviceType::PrivateUse1;
 
 std::atomic<uint64_t> g_blocking_copies{0}, g_scalar_reads{0}, g_synchronizations{0}, g_kernels{0};
 std::atomic<uint64_t> g_events_recorded{0}, g_event_queries{0};
+std::atomic<uint64_t> g_kernel_ns{0};  // KernelScope's
 // Set while a kernel runs: its copies are the device's own work.
 thread_local int t_in_kernel = 0;
+// This thread's time spent waiting for the device's timeline (waitForDevice).
+thread_local int64_t t_waited_ns = 0;
 
 int64_t envInt(const char* name, int64_t fallback) {
   const char* v = std::getenv(name);
@@ -123,18 +129,35 @@ void launch() {
 void waitForDevice() {
   const int64_t free = g_device_free_ns.load(std::memory_order_relaxed);
   const int64_t now = nowNs();
-  if (free > now) std::this_thread::sleep_for(std::chrono::nanoseconds(free - now));
+  if (free > now) {
+    std::this_thread::sleep_for(std::chrono::nanoseconds(free - now));
+    t_waited_ns += nowNs() - now;
+  }
 }
 
 struct KernelScope {
-  // Counts a kernel launch unless another kernel runs it.
+  // Counts a kernel launch unless another kernel runs it, and the time the
+  // kernel then runs on the calling thread (after its launch cost): work a
+  // real device does while the host goes on (testdev_kernel_ns).
   KernelScope() {
     if (t_in_kernel++ == 0) {
       g_kernels.fetch_add(1, std::memory_order_relaxed);
       launch();
+      start_ns_ = nowNs();
+      waited_ns_ = t_waited_ns;
     }
   }
-  ~KernelScope() { --t_in_kernel; }
+  ~KernelScope() {
+    if (--t_in_kernel != 0) return;
+    // Less a blocking copy's wait for the device: the host's, as on a real one.
+    const int64_t ran = nowNs() - start_ns_ - (t_waited_ns - waited_ns_);
+    g_kernel_ns.fetch_add(static_cast<uint64_t>(std::max<int64_t>(ran, 0)), std::memory_order_relaxed);
+  }
+  KernelScope(const KernelScope&) = delete;
+  KernelScope& operator=(const KernelScope&) = delete;
+
+ private:
+  int64_t start_ns_ = 0, waited_ns_ = 0;
 };
 
 // ---- memory ---------------------------------------------------------------
@@ -592,6 +615,7 @@ __attribute__((visibility("default"))) uint64_t testdev_scalar_reads() { return 
 __attribute__((visibility("default"))) uint64_t testdev_synchronizations() { return testdev::g_synchronizations.load(); }
 __attribute__((visibility("default"))) uint64_t testdev_events_recorded() { return testdev::g_events_recorded.load(); }
 __attribute__((visibility("default"))) uint64_t testdev_kernels() { return testdev::g_kernels.load(); }
+__attribute__((visibility("default"))) uint64_t testdev_kernel_ns() { return testdev::g_kernel_ns.load(); }
 __attribute__((visibility("default"))) uint64_t testdev_event_queries() { return testdev::g_event_queries.load(); }
 __attribute__((visibility("default"))) uint64_t testdev_memory_now() {
   std::lock_guard<std::mutex> lock(testdev::g_memory_mutex);

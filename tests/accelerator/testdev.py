@@ -19,7 +19,7 @@ NAME = "testdev"
 
 # The library's counters (testdev.cpp), each read by testdev_{name}().
 COUNTERS = ("blocking_copies", "scalar_reads", "synchronizations", "events_recorded", "event_queries", "kernels",
-            "memory_now", "memory_peak")
+            "kernel_ns", "memory_now", "memory_peak")
 
 
 def load(path):
@@ -51,3 +51,9 @@ def device_name():
 
 def counters():
     return {fn: int(getattr(_lib, "testdev_" + fn)()) for fn in COUNTERS}
+
+
+def kernel_seconds():
+    """Seconds the device's kernels have run on the calling threads so far,
+    after their launch cost (testdev_kernel_ns)."""
+    return _lib.testdev_kernel_ns() / 1e9

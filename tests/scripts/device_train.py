@@ -24,7 +24,8 @@ Options (environment, so the script never changes between runs):
                 numpy (no op makes it: the program hands it in); float32 only
 The model and data are made on the CPU from a fixed seed and then moved, so
 every device starts from the same values. Prints one line per step with the
-loss and its seconds, then (on the test accelerator, and on CUDA) one line
+loss and its seconds (on the test accelerator also the seconds its kernels
+ran on the host's threads: "kernel K"), then (on the test accelerator, and on CUDA) one line
 "counters {json}": on CUDA, the peak of torch's allocator (memory_peak) and,
 with COUNT_KERNELS=1, the device's kernels.
 """
@@ -69,7 +70,7 @@ def main():
     model = model.to(device)
     x, target = x.to(device), target.to(device)
     with cuda_counters(device), wrong_ops.from_environment():
-        train(model, x, target, steps)
+        train(model, x, target, steps, testdev.kernel_seconds if testdev is not None else None)
     if os.environ.get("WRONG_OPS") and device != "cpu":
         settle_autograd_thread(device)
     if testdev is not None:
@@ -113,17 +114,24 @@ def cuda_counters(device):
     print("counters " + json.dumps(counters), flush=True)
 
 
-def train(model, x, target, steps):
+def train(model, x, target, steps, kernel_seconds=None):
+    """kernel_seconds (the test accelerator's): the step line ends with the
+    seconds its kernels ran on the host's threads within the step, which a
+    real device spends while its host goes on."""
     foreach = os.environ.get("FOREACH", "0") == "1"
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, foreach=foreach)
     for step in range(steps):
+        kernels = kernel_seconds() if kernel_seconds else 0.0
         start = time.perf_counter()
         optimizer.zero_grad()
         loss = torch.nn.functional.mse_loss(model(x), target)
         engine_backward(loss)  # loss.backward(), see engine_backward.py
         optimizer.step()
         value = loss.item()  # waits for the device: the step is done
-        print(f"step {step} loss {value:.17g} time {time.perf_counter() - start:.6f}", flush=True)
+        line = f"step {step} loss {value:.17g} time {time.perf_counter() - start:.6f}"
+        if kernel_seconds:
+            line += f" kernel {kernel_seconds() - kernels:.6f}"
+        print(line, flush=True)
 
 
 if __name__ == "__main__":
