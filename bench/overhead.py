@@ -300,9 +300,10 @@ def display_path(path):
     return path if rel.startswith("..") else rel
 
 
-def paired_ratio(row, base):
-    """Median over rounds of row's run median over base's in the same round."""
-    ratios = [a / b for a, b in zip(row["run_medians"], base["run_medians"]) if b > 0]
+def paired_ratio(row, base, medians="run_medians"):
+    """Median over rounds of row's run median over base's in the same round
+    (`medians`: the rows' run medians of step times, or of host_step_times)."""
+    ratios = [a / b for a, b in zip(row[medians], base[medians]) if b > 0]
     return statistics.median(ratios) if ratios else None
 
 
@@ -553,17 +554,16 @@ def main(argv):
         for r in rows:
             level1 = next((l1 for l1 in rows if l1["level"] == 1 and l1["lib"] == r["lib"]), None)
             r["ratio"] = r["median"] / base if base > 0 else float("nan")
+            if r.get("host_median") is not None and rows[0].get("host_median"):
+                r["host_ratio"] = r["host_median"] / rows[0]["host_median"]
             # Interleaved: each round's run against the same round's
             # unrecorded (and, for ACC_REFERENCE, level-1) run, the median
             # over rounds. Rounds a minute apart share the machine's mood, so
             # this is steadier on a noisy VM than a ratio of medians.
-            if r.get("host_median") is not None and rows[0].get("host_median"):
-                r["host_ratio"] = r["host_median"] / rows[0]["host_median"]
             if args.interleave and per_step and r is not rows[0]:
                 r["paired_ratio"] = paired_ratio(r, rows[0])
                 if r.get("host_run_medians") and rows[0].get("host_run_medians"):
-                    r["host_paired_ratio"] = paired_ratio({"run_medians": r["host_run_medians"]},
-                                                          {"run_medians": rows[0]["host_run_medians"]})
+                    r["host_paired_ratio"] = paired_ratio(r, rows[0], "host_run_medians")
                 if r["level"] == "reference" and level1 is not None:
                     r["paired_over_level1"] = paired_ratio(r, level1)
             # What the recorder costs per op the script runs, and writes per
