@@ -1,22 +1,21 @@
 #!/usr/bin/env bash
-# Instructions per training step, counted by callgrind: on the threads that
-# run the program's ops ("op threads": Python's, the autograd engine's), and
-# on all others ("others": acc's writer, mostly). The writer compresses a
-# frame every 100 ms or 1 MiB, so its count varies from run to run by the
-# frames it happened to write; read it over LONG - SHORT of 5 steps or more. Unlike the
-# timings of overhead.py and per_op.py, which spread by a fifth and more on
-# a shared VM, counts repeat to within a few thousand a step, so a change
-# of 1% of acc's cost shows. Each figure is the difference between a run
-# of LONG steps and one of SHORT, over LONG - SHORT: start-up and import
-# cancel. Workloads as in allocations.sh: the transformer LM (CPU,
-# examples/transformer_train.py) and the test accelerator's MLP
-# (tests/scripts/device_train.py, 4 layers of 64, batch 32, no launch cost).
+# Instructions per training step, counted by callgrind, on the threads that
+# run the program's ops ("op threads": Python's, the autograd engine's) and
+# on all others ("others": acc's writer, mostly). Each figure is the
+# difference between a run of LONG steps and one of SHORT, over LONG -
+# SHORT: start-up and import cancel. Unlike the timings of overhead.py and
+# per_op.py, which spread by a fifth and more on a shared VM, counts repeat
+# to within a few thousand a step, so a change of 1% of acc's cost shows.
+# The writer compresses a frame every 100 ms or 1 MiB, so its count varies
+# by the frames a run happened to write: read it over 5 steps or more.
+# Workloads and configurations are allocations.sh's (bench/workloads.sh):
+# the transformer LM (CPU) and the test accelerator's MLP.
 #   bench/instructions.sh [BUILD_LIB_DIR]     default build/lib
 # Environment: ACC_PYTHON (scripts/find-python.sh), CONFIGS (default
 # "unrecorded floor 0 1"), WORKLOADS (default "lm"), SHORT and LONG (default
 # 3 and 6), KEEP=DIR to keep callgrind's files (one per thread) for
-# callgrind_annotate.
-# A configuration takes about 5 minutes on the LM on a 2-core VM.
+# callgrind_annotate. A configuration takes about 5 minutes on the LM on a
+# 2-core VM.
 #
 # Counts are not times: acc's code runs at a few instructions a nanosecond,
 # torch's vector kernels at several times that, and what one thread hands
@@ -27,13 +26,10 @@
 # for reuse came late and the op thread allocated new ones, which no
 # unvalgrinded run does.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-lib=$(realpath "${1:-build/lib}")
-for f in libacc.so libacc_callback_floor.so libacc_testdev.so; do
-  [[ -f $lib/$f ]] || { echo "instructions: $lib/$f not found (build first, or name the build's lib directory)" >&2; exit 2; }
-done
+tool=instructions
+source "$(dirname "$0")/workloads.sh"
+bench_setup "${1:-}"
 command -v valgrind >/dev/null || { echo "instructions: needs valgrind (apt-get install valgrind)" >&2; exit 2; }
-python=$(scripts/find-python.sh)
 short=${SHORT:-3}
 long=${LONG:-6}
 [[ $short =~ ^[0-9]+$ && $long =~ ^[0-9]+$ && $long -gt $short ]] ||
@@ -58,38 +54,29 @@ sums() {
   echo "$ops $others"
 }
 
-# run TAG STEPS VAR=VALUE... PROGRAM...
+# run TAG VAR=VALUE...: the workload's program under callgrind, with that
+# environment, into $out/TAG.out-NN (one file per thread).
 run() {
-  local tag=$1 steps=$2
-  shift 2
+  local tag=$1
+  shift
   rm -rf "$out/rec" "$out/$tag".out*
   env "$@" valgrind --tool=callgrind --separate-threads=yes --fair-sched=yes \
     --callgrind-out-file="$out/$tag.out" "${program[@]}" >"$out/$tag.log" 2>&1 ||
     { echo "instructions: the run $tag failed; its output:" >&2; tail -20 "$out/$tag.log" >&2; exit 1; }
 }
 
+# Bad names are told before any run.
+for workload in ${WORKLOADS:-lm}; do bench_workload "$workload"; done
+for config in ${CONFIGS:-unrecorded floor 0 1}; do bench_config "$config" "$out"; done
 echo "instructions per step, millions (runs of $long and $short steps under callgrind; $python)"
 printf '%-7s %-11s %10s %10s %16s %12s\n' workload config "op threads" "others" "above unrecorded" "above floor"
 for workload in ${WORKLOADS:-lm}; do
-  if [[ $workload == lm ]]; then
-    base=(OMP_NUM_THREADS=1 PYTHONHASHSEED=0); var=LM_STEPS; program=("$python" examples/transformer_train.py)
-  elif [[ $workload == device ]]; then
-    base=(OMP_NUM_THREADS=1 PYTHONHASHSEED=0 DEVICE=testdev TESTDEV_LIB="$lib/libacc_testdev.so" TESTDEV_LAUNCH_US=0
-          LAYERS=4 WIDTH=64 BATCH=32)
-    var=STEPS; program=("$python" tests/scripts/device_train.py)
-  else
-    echo "instructions: unknown workload '$workload' (allowed: lm, device)" >&2; exit 2
-  fi
+  bench_workload "$workload"
   unrecorded="" floor=""
   for config in ${CONFIGS:-unrecorded floor 0 1}; do
-    case $config in
-      unrecorded) extra=() ;;
-      floor) extra=(LD_PRELOAD="$lib/libacc_callback_floor.so") ;;
-      0|1|2) extra=(LD_PRELOAD="$lib/libacc.so" ACC_ENABLE=1 ACC_QUIET=1 ACC_OUTPUT_DIR="$out/rec" ACC_LEVEL="$config") ;;
-      *) echo "instructions: unknown configuration '$config' (allowed: unrecorded, floor, 0, 1, 2)" >&2; exit 2 ;;
-    esac
-    run "$workload-$config-$short" "$short" "${base[@]}" "${extra[@]}" "$var=$short"
-    run "$workload-$config-$long" "$long" "${base[@]}" "${extra[@]}" "$var=$long"
+    bench_config "$config" "$out"
+    run "$workload-$config-$short" "${base[@]}" "${extra[@]}" "$steps_var=$short"
+    run "$workload-$config-$long" "${base[@]}" "${extra[@]}" "$steps_var=$long"
     read -r ops_s others_s < <(sums "$workload-$config-$short")
     read -r ops_l others_l < <(sums "$workload-$config-$long")
     ops=$(((ops_l - ops_s) / (long - short)))
