@@ -5,7 +5,7 @@
 # difference between a run of LONG steps and one of SHORT, over LONG -
 # SHORT: start-up and import cancel. Unlike the timings of overhead.py and
 # per_op.py, which spread by a fifth and more on a shared VM, counts repeat
-# to within a few thousand a step, so a change of 1% of acc's cost shows.
+# to within about 30,000 a step, so a change of 1% of acc's cost shows.
 # The writer compresses a frame every 100 ms or 1 MiB, so its count varies
 # by the frames a run happened to write: read it over 5 steps or more.
 # Workloads and configurations are allocations.sh's (bench/workloads.sh):
