@@ -8,6 +8,8 @@
 # to within about 30,000 a step, so a change of 1% of acc's cost shows.
 # The writer compresses a frame every 100 ms or 1 MiB, so its count varies
 # by the frames a run happened to write: read it over 5 steps or more.
+# Keep SHORT at 2 or more: early steps do more (the test device's MLP ran
+# 12.73 M on the op threads in step 1, 12.61 M a step in steps 2 and 3).
 # Workloads and configurations are allocations.sh's (bench/workloads.sh):
 # the transformer LM (CPU) and the test accelerator's MLP.
 #   bench/instructions.sh [BUILD_LIB_DIR]     default build/lib
