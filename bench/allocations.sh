@@ -24,13 +24,11 @@ count() {
   rm -rf "$out/rec"
   perf stat -x, -e probe_libc:malloc env "$@" 2>&1 >/dev/null | awk -F, '/probe_libc:malloc/ { print $1 }'
 }
-# Bad names are told before any run.
-for workload in ${WORKLOADS:-lm device}; do bench_workload "$workload"; done
-for config in ${CONFIGS:-unrecorded floor 0 1}; do bench_config "$config" "$out"; done
+bench_names "lm device"
 echo "allocations per step (runs of 60 and 20 steps; $python)"
-for workload in ${WORKLOADS:-lm device}; do
+for workload in "${workloads[@]}"; do
   bench_workload "$workload"
-  for config in ${CONFIGS:-unrecorded floor 0 1}; do
+  for config in "${configs[@]}"; do
     bench_config "$config" "$out"
     short=$(count "${base[@]}" "${extra[@]}" "$steps_var=20" "${program[@]}")
     long=$(count "${base[@]}" "${extra[@]}" "$steps_var=60" "${program[@]}")

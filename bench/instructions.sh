@@ -67,15 +67,16 @@ run() {
     { echo "instructions: the run $tag failed; its output:" >&2; tail -20 "$out/$tag.log" >&2; exit 1; }
 }
 
-# Bad names are told before any run.
-for workload in ${WORKLOADS:-lm}; do bench_workload "$workload"; done
-for config in ${CONFIGS:-unrecorded floor 0 1}; do bench_config "$config" "$out"; done
+# the difference of this row's count from an earlier row's, or "-"
+above() { if [[ -n $1 ]]; then awk -v a="$ops" -v b="$1" 'BEGIN { printf "%+.2f", (a - b) / 1e6 }'; else echo -; fi; }
+
+bench_names lm
 echo "instructions per step, millions (runs of $long and $short steps under callgrind; $python)"
 printf '%-7s %-11s %10s %10s %16s %12s\n' workload config "op threads" "others" "above unrecorded" "above floor"
-for workload in ${WORKLOADS:-lm}; do
+for workload in "${workloads[@]}"; do
   bench_workload "$workload"
   unrecorded="" floor=""
-  for config in ${CONFIGS:-unrecorded floor 0 1}; do
+  for config in "${configs[@]}"; do
     bench_config "$config" "$out"
     run "$workload-$config-$short" "${base[@]}" "${extra[@]}" "$steps_var=$short"
     run "$workload-$config-$long" "${base[@]}" "${extra[@]}" "$steps_var=$long"
@@ -85,8 +86,6 @@ for workload in ${WORKLOADS:-lm}; do
     others=$(((others_l - others_s) / (long - short)))
     [[ $config == unrecorded ]] && unrecorded=$ops
     [[ $config == floor ]] && floor=$ops
-    # the difference from an earlier row, or "-"
-    above() { if [[ -n $1 ]]; then awk -v a="$ops" -v b="$1" 'BEGIN { printf "%+.2f", (a - b) / 1e6 }'; else echo -; fi; }
     vs_unrecorded=- vs_floor=-
     [[ $config != unrecorded ]] && vs_unrecorded=$(above "$unrecorded")
     [[ $config != unrecorded && $config != floor ]] && vs_floor=$(above "$floor")

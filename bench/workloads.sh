@@ -16,6 +16,17 @@ bench_setup() {
   python=$(scripts/find-python.sh)
 }
 
+# bench_names DEFAULT_WORKLOADS: workloads and configs, the names WORKLOADS
+# and CONFIGS give (defaults DEFAULT_WORKLOADS and "unrecorded floor 0 1"),
+# each checked before any run.
+bench_names() {
+  read -r -a workloads <<<"${WORKLOADS:-$1}"
+  read -r -a configs <<<"${CONFIGS:-unrecorded floor 0 1}"
+  local name
+  for name in "${workloads[@]}"; do bench_workload "$name"; done
+  for name in "${configs[@]}"; do bench_config "$name" ""; done
+}
+
 # bench_workload NAME: base, its environment; steps_var, the variable that
 # sets its step count; program, its command. The transformer LM (CPU,
 # examples/transformer_train.py) or the test accelerator's MLP
