@@ -23,6 +23,14 @@
 # torch's vector kernels at several times that, and what one thread hands
 # another costs cache misses that no count shows. A change that moves work
 # off the op thread must also be timed (per_op.py, overhead.py).
+# CACHE=1 also simulates the caches (callgrind --cache-sim=yes, 32 KiB
+# 8-way L1 instruction and data caches of 64-byte lines, a 1 MiB last
+# level: a core's L2 on this VM's EPYC) and adds the op threads' L1
+# instruction and data misses per step, in millions, and the instruction
+# misses above the floor. On the LM most of what level 0 costs beyond its
+# instructions is there: torch's dispatcher and acc's per-record code do
+# not fit the L1 instruction cache together (docs/guide/performance.md,
+# "Per op"). About twice as slow again as counting alone.
 # Threads run under valgrind's fair scheduling (--fair-sched=yes): by
 # default the writer ran far behind the op thread, so records it hands back
 # for reuse came late and the op thread allocated new ones, which no
@@ -36,24 +44,31 @@ short=${SHORT:-3}
 long=${LONG:-6}
 [[ $short =~ ^[0-9]+$ && $long =~ ^[0-9]+$ && $long -gt $short ]] ||
   { echo "instructions: SHORT and LONG must be step counts with LONG > SHORT (got '$short' and '$long')" >&2; exit 2; }
+cache=${CACHE:-0}
+[[ $cache == 0 || $cache == 1 ]] || { echo "instructions: CACHE must be 0 or 1 (got '$cache')" >&2; exit 2; }
+cache_args=()
+[[ $cache == 1 ]] && cache_args=(--cache-sim=yes --I1=32768,8,64 --D1=32768,8,64 --LL=1048576,16,64)
 out=${KEEP:-$(mktemp -d)}
 mkdir -p "$out"
 [[ -n ${KEEP:-} ]] || trap 'rm -rf "$out"' EXIT
 
-# sums TAG: "OPS OTHERS", the instructions of one run's op threads (those
-# that ran Python or the autograd engine) and of its other threads, from
-# callgrind's per-thread files.
+# sums TAG: "OPS OTHERS I1 D1", the instructions of one run's op threads
+# (those that ran Python or the autograd engine) and of its other threads,
+# and the op threads' L1 instruction and data misses (0 without CACHE=1),
+# from callgrind's per-thread files.
 sums() {
-  local ops=0 others=0 f n
+  local ops=0 others=0 i1=0 d1=0 f n mi md
   for f in "$out/$1".out-*; do
-    n=$(awk '/^summary:/ { print $2; exit }' "$f")
+    # The summary's columns are named by the events: line (Ir first).
+    read -r n mi md < <(awk '/^events:/ { for (i = 2; i <= NF; i++) col[$i] = i }
+      /^summary:/ { print $2, ("I1mr" in col ? $col["I1mr"] : 0), ("D1mr" in col ? $col["D1mr"] + $col["D1mw"] : 0); exit }' "$f")
     if grep -q -e 'Py_RunMain' -e 'Engine::thread_main' -e 'Engine::thread_init' "$f"; then
-      ops=$((ops + n))
+      ops=$((ops + n)) i1=$((i1 + mi)) d1=$((d1 + md))
     else
       others=$((others + n))
     fi
   done
-  echo "$ops $others"
+  echo "$ops $others $i1 $d1"
 }
 
 # run TAG VAR=VALUE...: the workload's program under callgrind, with that
@@ -62,35 +77,46 @@ run() {
   local tag=$1
   shift
   rm -rf "$out/rec" "$out/$tag".out*
-  env "$@" valgrind --tool=callgrind --separate-threads=yes --fair-sched=yes \
+  env "$@" valgrind --tool=callgrind --separate-threads=yes --fair-sched=yes "${cache_args[@]}" \
     --callgrind-out-file="$out/$tag.out" "${program[@]}" >"$out/$tag.log" 2>&1 ||
     { echo "instructions: the run $tag failed; its output:" >&2; tail -20 "$out/$tag.log" >&2; exit 1; }
 }
 
-# the difference of this row's count from an earlier row's, or "-"
-above() { if [[ -n $1 ]]; then awk -v a="$ops" -v b="$1" 'BEGIN { printf "%+.2f", (a - b) / 1e6 }'; else echo -; fi; }
+# above N BASE [DECIMALS]: N's difference from an earlier row's BASE, in
+# millions, or "-"
+above() { if [[ -n $2 ]]; then awk -v a="$1" -v b="$2" -v d="${3:-2}" 'BEGIN { printf "%+.*f", d, (a - b) / 1e6 }'; else echo -; fi; }
+millions() { awk -v n="$1" 'BEGIN { printf "%.2f", n / 1e6 }'; }
+# M misses: three decimals (level 0 adds a few tenths of a million)
+misses() { awk -v n="$1" 'BEGIN { printf "%.3f", n / 1e6 }'; }
 
 bench_names lm
 echo "instructions per step, millions (runs of $long and $short steps under callgrind; $python)"
-printf '%-7s %-11s %10s %10s %16s %12s\n' workload config "op threads" "others" "above unrecorded" "above floor"
+header=(workload config "op threads" "others" "above unrecorded" "above floor")
+format='%-7s %-11s %10s %10s %16s %12s'
+if [[ $cache == 1 ]]; then
+  header+=("I1 misses" "D1 misses" "I1 above floor")
+  format+=' %10s %10s %15s'
+fi
+printf "$format\n" "${header[@]}"
 for workload in "${workloads[@]}"; do
   bench_workload "$workload"
-  unrecorded="" floor=""
+  unrecorded="" floor="" floor_i1=""
   for config in "${configs[@]}"; do
     bench_config "$config" "$out"
     run "$workload-$config-$short" "${base[@]}" "${extra[@]}" "$steps_var=$short"
     run "$workload-$config-$long" "${base[@]}" "${extra[@]}" "$steps_var=$long"
-    read -r ops_s others_s < <(sums "$workload-$config-$short")
-    read -r ops_l others_l < <(sums "$workload-$config-$long")
-    ops=$(((ops_l - ops_s) / (long - short)))
-    others=$(((others_l - others_s) / (long - short)))
+    read -r ops_s others_s i1_s d1_s < <(sums "$workload-$config-$short")
+    read -r ops_l others_l i1_l d1_l < <(sums "$workload-$config-$long")
+    steps=$((long - short))
+    ops=$(((ops_l - ops_s) / steps)) others=$(((others_l - others_s) / steps))
+    i1=$(((i1_l - i1_s) / steps)) d1=$(((d1_l - d1_s) / steps))
     [[ $config == unrecorded ]] && unrecorded=$ops
-    [[ $config == floor ]] && floor=$ops
-    vs_unrecorded=- vs_floor=-
-    [[ $config != unrecorded ]] && vs_unrecorded=$(above "$unrecorded")
-    [[ $config != unrecorded && $config != floor ]] && vs_floor=$(above "$floor")
-    printf '%-7s %-11s %10.2f %10.2f %16s %12s\n' "$workload" "$config" \
-      "$(awk -v n="$ops" 'BEGIN { print n / 1e6 }')" "$(awk -v n="$others" 'BEGIN { print n / 1e6 }')" \
-      "$vs_unrecorded" "$vs_floor"
+    [[ $config == floor ]] && floor=$ops floor_i1=$i1
+    vs_unrecorded=- vs_floor=- i1_vs_floor=-
+    [[ $config != unrecorded ]] && vs_unrecorded=$(above "$ops" "$unrecorded")
+    [[ $config != unrecorded && $config != floor ]] && vs_floor=$(above "$ops" "$floor") i1_vs_floor=$(above "$i1" "$floor_i1" 3)
+    row=("$workload" "$config" "$(millions "$ops")" "$(millions "$others")" "$vs_unrecorded" "$vs_floor")
+    [[ $cache == 1 ]] && row+=("$(misses "$i1")" "$(misses "$d1")" "$i1_vs_floor")
+    printf "$format\n" "${row[@]}"
   done
 done

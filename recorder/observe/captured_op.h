@@ -107,6 +107,16 @@ struct TensorBytes {
 };
 
 struct CapturedOp : format::OpRecord {
+  CapturedOp() = default;
+  CapturedOp(CapturedOp&&) = default;
+  CapturedOp& operator=(CapturedOp&&) = default;
+  // Out of line (emit_record.cpp): inlined, destroying a record's dozen
+  // vectors, strings and tensors was kilobytes of code in every function
+  // holding a record, spread between the per-op path's hot instructions,
+  // which share the instruction cache with torch's dispatcher
+  // (docs/guide/performance.md, "Per op").
+  ~CapturedOp();
+
   std::vector<DeviceValues> device_values;
   std::vector<c10::Device> unmarked;  // devices with copies that no event follows yet
   std::vector<c10::Event> events;     // one per device and capture batch

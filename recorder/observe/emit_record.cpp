@@ -8,6 +8,8 @@
 
 namespace acc::recorder {
 
+CapturedOp::~CapturedOp() = default;
+
 void emitRecord(Session& s, std::unique_ptr<CapturedOp> record) {
   s.counts().recorded.fetch_add(1, std::memory_order_relaxed);
   record->hold.reset();
