@@ -111,10 +111,10 @@ struct CapturedOp : format::OpRecord {
   CapturedOp(CapturedOp&&) = default;
   CapturedOp& operator=(CapturedOp&&) = default;
   // Out of line (emit_record.cpp): inlined, destroying a record's dozen
-  // vectors, strings and tensors was kilobytes of code in every function
-  // holding a record, spread between the per-op path's hot instructions,
-  // which share the instruction cache with torch's dispatcher
-  // (docs/guide/performance.md, "Per op").
+  // vectors, strings and tensors was a copy of that code in each function
+  // that may drop one (8 KB of the library in all), among the per-op path's
+  // instructions, which share the instruction cache with torch's
+  // dispatcher (docs/guide/performance.md, "Per op").
   ~CapturedOp();
 
   std::vector<DeviceValues> device_values;
