@@ -452,13 +452,18 @@ void recordGradient(Session& s, const at::RecordFunction& fn, const std::string&
 // op and outside the engine's own work, and autograd nodes. Collectives are
 // named wherever they run (DDP's all-reduce runs inside the engine's work,
 // in a gradient hook).
-std::unique_ptr<OpContext> enter(Session& s, bool backward, const char* name) {
+bool isNamed(Session& s, const ThreadState& tls, bool backward, bool collective) {
+  return s.config().nested || (tls.depth == 0 && (backward || tls.engine_depth == 0)) || collective;
+}
+
+// `collective`: a forward c10d:: op (isCollective).
+std::unique_ptr<OpContext> enter(Session& s, bool backward, bool collective) {
   auto ctx = std::make_unique<OpContext>();
   ctx->entered = true;
   ThreadState& tls = threadState();
   ctx->top_level_forward = !backward && tls.depth == 0 && tls.engine_depth == 0;
-  ctx->collective = !backward && isCollective(name);
-  ctx->named = s.config().nested || (tls.depth == 0 && (backward || tls.engine_depth == 0)) || ctx->collective;
+  ctx->collective = collective;
+  ctx->named = isNamed(s, tls, backward, collective);
   ++tls.depth;
   return ctx;
 }
@@ -673,14 +678,13 @@ void endBackward(Session& s, OpContext& ctx) {
   }
 }
 
-// A forward op that is neither named (enter()) nor watched by anything at
+// A forward op that is neither named (isNamed) nor watched by anything at
 // its start or end: nested in another op or in the engine's own work, with
 // no uninitialized storage pending (noteWrites), no random tape and no
 // override. Its only state is the thread's depth.
-bool nestedOnly(Session& s, const char* name) {
-  const ThreadState& tls = threadState();
-  return (tls.depth != 0 || tls.engine_depth != 0) && !s.config().nested && s.overrides() == nullptr &&
-         s.random() == nullptr && s.uninitialized().empty() && !isCollective(name);
+bool nestedOnly(Session& s, bool collective) {
+  return !isNamed(s, threadState(), /*backward=*/false, collective) && s.overrides() == nullptr &&
+         s.random() == nullptr && s.uninitialized().empty();
 }
 
 // Every forward op, recorded or not (a nested op may write what an outer op
@@ -744,14 +748,15 @@ std::unique_ptr<at::ObserverContext> onStart(const at::RecordFunction& fn) {
     }
   }
   const bool backward = scope == at::RecordScope::BACKWARD_FUNCTION;
+  const bool collective = !backward && isCollective(name);
   if (backward) {
     flushPending(*s);
-  } else if (nestedOnly(*s, name)) {
+  } else if (nestedOnly(*s, collective)) {
     ++threadState().depth;
     beforeOp(*s, fn, /*collective=*/false);
     return std::make_unique<NestedContext>();
   }
-  auto ctx = enter(*s, backward, name);
+  auto ctx = enter(*s, backward, collective);
   // First, before anything reads them: an in-place op's inputs as they are.
   if (OpOverride* o = s->overrides(); o != nullptr && !backward) ctx->override_call = o->start(fn, s->step());
   RandomTape* tape = s->random();
