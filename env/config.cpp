@@ -266,6 +266,7 @@ const std::vector<Variable>& variables() {
       {"ACC_DEDUP", "1", "0 or 1: 1 records each tensor content once and refers to it after"},
       {"ACC_BUFFER_MB", "256", "an integer 1..65536: MiB of records in flight to the writer"},
       {"ACC_DEVICE_BATCH", "512", "an integer 1..65536: device tensors whose statistics are computed together (1: each alone)"},
+      {"ACC_RECORD_BATCH", "8", "an integer 1..64: op records a thread hands to the writer together (1: each alone)"},
       {"ACC_ZSTD_LEVEL", "1", "an integer 1..19: zstd level of record frames"},
       {"ACC_DATA_ZSTD_LEVEL", "-100", "an integer -100..19 except 0: zstd level of tensor data (higher: slower, a little smaller)"},
       {"ACC_FRAME_KB", "1024", "an integer 16..65536: uncompressed KiB per frame"},
@@ -392,6 +393,7 @@ ParseResult parse(const Lookup& lookup, char** environment) {
   p.field("ACC_DEDUP", boolean(c.dedup));
   p.field("ACC_BUFFER_MB", integer(c.buffer_mb, 1, 65536));
   p.field("ACC_DEVICE_BATCH", integer(c.device_batch, 1, 65536));
+  p.field("ACC_RECORD_BATCH", integer(c.record_batch, 1, 64));
   p.field("ACC_ZSTD_LEVEL", integer(c.zstd_level, 1, 19));
   p.field("ACC_DATA_ZSTD_LEVEL", [&](const std::string& v) {
     auto level = parseInt(v, -100, 19);  // zstd reads 0 as its default level (3): ask for 3

@@ -70,6 +70,9 @@ struct Config {
   // Device tensors whose statistics are computed together
   // (recorder/capture/device/stats_batch.h); 1: each alone, as soon as it is captured.
   uint64_t device_batch = 512;
+  // Op records a thread hands to the writer together
+  // (recorder/write/record_batch.h); 1: each alone.
+  uint64_t record_batch = 8;
   int zstd_level = 1;        // record frames
   int data_zstd_level = -100;  // data frames: zstd's fastest search, literals Huffman-coded (format/frame.cpp)
   uint64_t frame_kb = 1024;

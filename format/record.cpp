@@ -203,6 +203,10 @@ void encode(const OpRecord& r, std::string& out) {
   // Built in a buffer of the thread's own, never trimmed: the recorder
   // encodes one record per op.
   thread_local std::string body;
+  encode(r, out, body);
+}
+
+void encode(const OpRecord& r, std::string& out, std::string& body) {
   ByteWriter w(body, 0);
   w.varint(r.index);
   w.str(r.name);

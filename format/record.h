@@ -161,6 +161,9 @@ enum class RecordKind : uint8_t { Stack = 1, Op = 2, DataOp = 3 };
 // (format v2): appendData() appends them, in tensor order, after the record
 // (those in `data`: the recorder appends what it holds apart itself).
 void encode(const OpRecord& r, std::string& out);
+// The same, built in `scratch` (overwritten) instead of the thread's own
+// buffer: for a thread at its exit, whose thread_locals may be gone.
+void encode(const OpRecord& r, std::string& out, std::string& scratch);
 void encode(const StackRecord& r, std::string& out);
 void appendData(const OpRecord& r, std::string& out);
 

@@ -38,6 +38,12 @@ class RecordSink {
   // recorder holds level 2's bytes apart: no copy into the item). Data
   // frames may be written at once.
   void add(std::string_view item, const std::vector<std::string_view>& more = {});
+  // `count` op records without tensor bytes, encode() output one after
+  // another (a recorder thread's batch).
+  void addRecords(std::string_view records, uint64_t count) {
+    payload_.append(records);
+    payload_records_ += count;
+  }
   // Bytes of records waiting for the next record frame.
   size_t pending() const { return payload_.size(); }
 

@@ -109,6 +109,12 @@ bool sameBytes(const ContentStore::Pending& p, const at::Tensor& t, uint32_t ver
          !p.impl.expired();
 }
 
+// Published where `mine`'s thread may refer to it: queued, or from that
+// thread's own batches, whose records keep their order.
+bool referable(const ContentStore::Clock* clock, uint64_t batch, const ContentStore::Clock* mine) {
+  return clock == nullptr || clock == mine || clock->passed(batch);
+}
+
 }  // namespace
 
 bool ContentStore::keyable(const at::Tensor& t) const {
@@ -187,6 +193,9 @@ void ContentStore::rememberFlat(StorageEntry& storage, const Pending& p) {
     if (f.data == p.data && f.numel == p.numel && f.dtype == p.dtype) slot = &f;
   }
   if (slot != nullptr && slot->version > p.version) return;  // a later one was published first
+  // The same content, defined again by a thread that could not refer to it
+  // yet: the definition every thread may refer to stays.
+  if (slot != nullptr && slot->version == p.version && referable(slot->clock, slot->batch, nullptr)) return;
   for (size_t i = 0; slot == nullptr && i < flat.size(); ++i) {
     if (flat[i].data == nullptr || flat[i].version < p.version) slot = &flat[i];
   }
@@ -194,7 +203,7 @@ void ContentStore::rememberFlat(StorageEntry& storage, const Pending& p) {
     std::move_backward(flat.begin(), flat.end() - 1, flat.end());
     slot = &flat[0];
   }
-  *slot = Flat{p.data, p.numel, p.dtype, p.version, p.delta_depth, p.sample, p.id};
+  *slot = Flat{p.data, p.numel, p.dtype, p.version, p.delta_depth, p.sample, p.id, p.clock, p.batch};
 }
 
 void ContentStore::forget(const c10::StorageImpl* storage) {
@@ -219,7 +228,7 @@ void ContentStore::writtenUnseen(const at::Tensor& t) {
   forget(it->first);
 }
 
-ContentStore::Content ContentStore::identify(const at::Tensor& t, std::vector<Pending>& pending) {
+ContentStore::Content ContentStore::identify(const at::Tensor& t, std::vector<Pending>& pending, const Clock* mine) {
   if (!keyable(t)) return {};
   const c10::TensorImpl* impl = t.unsafeGetTensorImpl();
   const uint32_t version = impl->version_counter().current_version();
@@ -243,7 +252,7 @@ ContentStore::Content ContentStore::identify(const at::Tensor& t, std::vector<Pe
       auto it = contents_.find(impl);
       if (it != contents_.end()) {
         for (const Pending& p : it->second) {
-          if (!p.impl.expired() && sameContent(p, t, version, data)) {
+          if (!p.impl.expired() && sameContent(p, t, version, data) && referable(p.clock, p.batch, mine)) {
             id = p.id;
             sample = p.sample;
             depth = p.delta_depth;
@@ -253,7 +262,8 @@ ContentStore::Content ContentStore::identify(const at::Tensor& t, std::vector<Pe
     }
     if (id == 0 && contiguous) {  // another view of a content seen before
       for (const Flat& f : storage->flat) {
-        if (f.data == data && f.version == version && f.numel == t.numel() && f.dtype == t.scalar_type()) {
+        if (f.data == data && f.version == version && f.numel == t.numel() && f.dtype == t.scalar_type() &&
+            referable(f.clock, f.batch, mine)) {
           id = f.id;
           sample = f.sample;
           depth = f.delta_depth;
@@ -293,10 +303,12 @@ ContentStore::Content ContentStore::identify(const at::Tensor& t, std::vector<Pe
   return {pending.back().id, false};
 }
 
-void ContentStore::publish(std::vector<Pending>& pending) {
+void ContentStore::publish(std::vector<Pending>& pending, const Clock* clock, uint64_t batch) {
   if (pending.empty()) return;
   std::lock_guard<std::mutex> lock(mu_);
   for (Pending& p : pending) {
+    p.clock = clock;
+    p.batch = batch;
     const c10::TensorImpl* impl = p.impl._unsafe_get_target();
     auto storage = storages_.find(static_cast<const c10::StorageImpl*>(p.storage));
     if (p.impl.expired() || storage == storages_.end() || storage->second.aliased) continue;

@@ -21,7 +21,9 @@
 //  - ops running below ADInplaceOrView (inside another op's kernel, where
 //    in-place ops do not bump versions) are not deduplicated.
 // A content becomes referable once the record defining it is queued for the
-// writer, so its definition always comes first in the file.
+// writer, so its definition always comes first in the file; to the thread
+// that captured that record already while it waits in the thread's batch
+// (recorder/write/record_batch.h), whose records keep their order.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -41,6 +43,14 @@ namespace acc::recorder {
 
 class ContentStore {
  public:
+  // A thread's batches of records (record_batch.h), numbered from 1: those
+  // up to `queued` are in the writer's queue. A content published from
+  // batch n is referable to other threads once `queued` reaches n.
+  struct Clock {
+    std::atomic<uint64_t> queued{0};
+    bool passed(uint64_t batch) const { return queued.load(std::memory_order_acquire) >= batch; }
+  };
+
   // A content defined by a record that is not queued yet.
   struct Pending {
     c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl> impl{
@@ -58,6 +68,9 @@ class ContentStore {
     // Its bytes are recorded as a delta on a chain of this many earlier
     // contents (format v8; 0: as they are). Set by the record defining it.
     uint8_t delta_depth = 0;
+    // Published from this batch of this clock's thread; null: queued.
+    const Clock* clock = nullptr;
+    uint64_t batch = 0;
   };
 
   struct Content {
@@ -67,9 +80,12 @@ class ContentStore {
   };
   // The content of `t`: an earlier one, or a new id remembered in `pending`
   // (the record being captured), whose record must then capture it whole.
-  Content identify(const at::Tensor& t, std::vector<Pending>& pending);
-  // Makes `pending` referable: its record has been queued.
-  void publish(std::vector<Pending>& pending);
+  // Earlier ones are those queued, and those `mine` (the capturing thread's
+  // batches) published.
+  Content identify(const at::Tensor& t, std::vector<Pending>& pending, const Clock* mine = nullptr);
+  // Makes `pending` referable: its record has been queued (`clock` null),
+  // or has joined batch `batch` of `clock`'s thread.
+  void publish(std::vector<Pending>& pending, const Clock* clock = nullptr, uint64_t batch = 0);
   // `t`'s storage is written where no version counter sees it (a
   // collective's result, filled in by its backend's thread): never
   // deduplicated again, as a storage with two counters.
@@ -93,6 +109,8 @@ class ContentStore {
     uint32_t version = 0;
     uint8_t delta_depth = 0;
     uint64_t sample = 0, id = 0;
+    const Clock* clock = nullptr;  // as Pending's
+    uint64_t batch = 0;
   };
   static constexpr size_t kFlatPerStorage = 2;
   struct StorageEntry {

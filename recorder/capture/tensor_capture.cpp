@@ -8,6 +8,7 @@
 
 #include "format/delta_map.h"
 #include "recorder/capture/device/device_capture.h"
+#include "recorder/write/record_batch.h"
 #include "recorder/write/record_pool.h"
 #include "recorder/capture/cpu/tensor_stats.h"
 #include "recorder/dtypes.h"
@@ -385,7 +386,9 @@ void captureValue(const c10::IValue& value, format::Role role, uint32_t position
     const int level = garbage ? 0 : capture.level;
     const bool values = level >= 1 && readable(t);
     ContentStore::Content content;
-    if (values && capture.contents != nullptr) content = capture.contents->identify(t, record.contents);
+    if (values && capture.contents != nullptr) {
+      content = capture.contents->identify(t, record.contents, record.batch != nullptr ? &record.batch->clock : nullptr);
+    }
     // Statistics read in place need no guard; level 2 then copies the same
     // contiguous memory (t.contiguous() is t itself). A device tensor that
     // only joins a batch runs no op either (a batch it fills takes its own

@@ -19,6 +19,8 @@
 
 namespace acc::recorder {
 
+class RecordBatch;
+
 // Values of one device tensor, copied into host memory behind the op's
 // kernels; readable once the event that follows the copy has completed.
 struct DeviceValues {
@@ -120,11 +122,15 @@ struct CapturedOp : format::OpRecord {
   std::vector<DeviceValues> device_values;
   std::vector<c10::Device> unmarked;  // devices with copies that no event follows yet
   std::vector<c10::Event> events;     // one per device and capture batch
-  // Contents this record defines: referable once it is queued.
+  // Contents this record defines: referable once it is queued, to its own
+  // thread once it joins the thread's batch (record_batch.h).
   std::vector<ContentStore::Pending> contents;
   std::unique_ptr<TensorHold> hold;  // ACC_WATCH and ACC_REFERENCE only
   std::vector<DeltaBase> delta_bases;  // between an op's start and its outputs' capture
   std::vector<TensorBytes> bytes;      // in tensor order
+  // The batch of the thread that captured it (record_batch.h), whose
+  // contents it may refer to; null: it refers only to queued ones.
+  RecordBatch* batch = nullptr;
 
   bool inFlight() const { return !device_values.empty(); }
   // The bytes held apart for tensor i, or null.

@@ -13,6 +13,10 @@ CapturedOp::~CapturedOp() = default;
 void emitRecord(Session& s, std::unique_ptr<CapturedOp> record) {
   s.counts().recorded.fetch_add(1, std::memory_order_relaxed);
   record->hold.reset();
+  RecordBatches& batches = s.batches();
+  if (batches.take(record)) return;
+  // Alone, after the records of its thread and of the one that captured it.
+  batches.handOverBefore(*record);
   // Later records may refer to its contents only once it is in the queue,
   // ahead of them (a dropped record defines nothing).
   if (record->inFlight()) {

@@ -197,6 +197,7 @@ void flushPending(Session& s) {
 std::unique_ptr<CapturedOp> newRecord(Session& s, std::string_view name, std::string_view op, Pass pass,
                                        uint64_t number, int64_t step, const std::string* module) {
   std::unique_ptr<CapturedOp> r = record_pool::take();
+  r->batch = s.batches().mine();
   r->index = s.nextIndex();
   r->name.assign(name);
   r->op.assign(op);

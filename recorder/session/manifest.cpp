@@ -39,6 +39,7 @@ nlohmann::json configToJson(const env::Config& c) {
       {"dedup", c.dedup},
       {"buffer_mb", c.buffer_mb},
       {"device_batch", c.device_batch},
+      {"record_batch", c.record_batch},
       {"zstd_level", c.zstd_level},
       {"data_zstd_level", c.data_zstd_level},
       {"frame_kb", c.frame_kb},

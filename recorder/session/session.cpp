@@ -120,6 +120,12 @@ Session* Session::start(const env::Config& config, int64_t rank, const std::stri
   try {
     s->writer_ = std::make_unique<Writer>(taken + "/" + kRecordsFile, config,
                                           [s] { s->writeManifest("running"); });
+    // ACC_REFERENCE's judge publishes a record's contents as it finishes
+    // and writes records in its own order; with ACC_ON_FULL=drop a dropped
+    // batch would leave its thread's next records referring to contents
+    // defined nowhere (record_batch.h).
+    const bool alone = s->reference_ || (config.on_full == env::OnFull::Drop && s->contents() != nullptr);
+    s->batches_ = std::make_unique<RecordBatches>(*s->writer_, s->contents(), alone ? 1 : config.record_batch);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "acc: cannot write %s; recording is off\n", e.what());
     delete s;
@@ -205,6 +211,7 @@ void Session::stop() {
   if (s->watch_) s->watch_->drain(*s);
   if (s->reference_) s->reference_->drain(*s);
   if (s->random_) s->random_->stop();
+  s->batches_->handOverAll();
   s->writer_->stop();
   const bool terminated = s->signal_.default_action.load();
   s->writeManifest(terminated ? "terminated" : "complete", /*last=*/true);
@@ -243,6 +250,8 @@ void Session::advanceStep() {
   numerics_.sample();
   // A step's device statistics in one batch, at most.
   stats_batch_.flush();
+  // Every thread's records of the step, before those of the next.
+  batches_->handOverAll();
 }
 
 bool Session::emit(std::string record) { return writer_->submit(std::move(record)); }

@@ -23,6 +23,7 @@
 #include "recorder/session/termination.h"
 #include "recorder/reference/reference.h"
 #include "recorder/watch/watch.h"
+#include "recorder/write/record_batch.h"
 #include "recorder/write/writer.h"
 
 namespace acc::recorder {
@@ -91,6 +92,8 @@ class Session {
   bool emit(std::string record);
   bool emit(std::unique_ptr<QueuedRecord> record);  // filled from blankRecord()
   std::unique_ptr<QueuedRecord> blankRecord() { return writer_->blank(); }
+  // The op threads' batches of records (ACC_RECORD_BATCH).
+  RecordBatches& batches() { return *batches_; }
   bool emit(std::unique_ptr<InFlightRecord> record);
   void noteDevice(const std::string& device);
   // In a forked child: the signal handlers are the parent's business.
@@ -110,6 +113,7 @@ class Session {
   BackwardLinks links_;
   UninitializedMemory uninitialized_;
   std::unique_ptr<Writer> writer_;
+  std::unique_ptr<RecordBatches> batches_;
   std::unique_ptr<StackRegistry> stacks_;
   SessionCounts counts_;
   NumericSettings numerics_;

@@ -125,6 +125,7 @@ void clearRecord(CapturedOp& r, std::vector<format::Tensor>& shells) {
   r.hold.reset();
   r.delta_bases.clear();
   r.bytes.clear();
+  r.batch = nullptr;
   for (std::string* s : {&r.name, &r.op, &r.grad_fn, &r.forward_name, &r.overload, &r.module, &r.autocast}) {
     s->clear();
   }

@@ -86,6 +86,7 @@ std::unique_ptr<QueuedRecord> Writer::blank() {
 void Writer::recycle(std::unique_ptr<QueuedRecord> item) {
   item->in_flight.reset();
   item->data.clear();  // their blocks go back for the next ones
+  item->records = 0;
   if (item->bytes.capacity() > kPoolRecordBytes) return;  // large records (level 2) are freed here
   item->bytes.clear();
   pool_.tryPush(item);  // a full pool frees it here
@@ -118,7 +119,9 @@ bool Writer::push(std::unique_ptr<QueuedRecord> item) {
   submitting_.fetch_sub(1, std::memory_order_acq_rel);
   // A record that was not queued is still here: only then is it read to
   // tell op records (counted as dropped) from stack records.
-  if (!queued) {
+  if (!queued && item->records != 0) {
+    dropped_.fetch_add(item->records, std::memory_order_relaxed);
+  } else if (!queued) {
     const bool op = item->in_flight || format::isOpRecord(item->bytes);
     (op ? dropped_ : others_lost_).fetch_add(1, std::memory_order_relaxed);
   }
@@ -188,7 +191,9 @@ void Writer::run() {
       waiting_ = std::move(item);
     }
     const bool added = item != nullptr;
-    if (item && !item->bytes.empty()) {
+    if (item && item->records != 0) {
+      sink_->addRecords(item->bytes, item->records);
+    } else if (item && !item->bytes.empty()) {
       pieces_.clear();
       for (const DataBuffer& d : item->data) pieces_.push_back(d.view());
       sink_->add(item->bytes, pieces_);

@@ -25,7 +25,7 @@ const BadValue kBadValues[] = {
     {"ACC_MODULES", "enc..norm"},
     {"ACC_SKIP", "-1"},             {"ACC_STEPS", "5-3"},
     {"ACC_RANKS", "zero"},          {"ACC_STACK", "java"},
-    {"ACC_NESTED", "deep"},         {"ACC_DEDUP", "sometimes"},     {"ACC_BUFFER_MB", "0"}, {"ACC_DEVICE_BATCH", "0"},
+    {"ACC_NESTED", "deep"},         {"ACC_DEDUP", "sometimes"},     {"ACC_BUFFER_MB", "0"}, {"ACC_DEVICE_BATCH", "0"}, {"ACC_RECORD_BATCH", "65"},
     {"ACC_ZSTD_LEVEL", "99"},       {"ACC_DATA_ZSTD_LEVEL", "0"},
     {"ACC_FRAME_KB", "1"},          {"ACC_DATA_THREADS", "0"},      {"ACC_ON_FULL", "crash"},
     {"ACC_QUIET", "loud"},          {"ACC_EAGER", "lazy"},

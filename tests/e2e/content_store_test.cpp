@@ -9,10 +9,12 @@
 #include <cstdint>
 #include <cstring>
 #include <iostream>
+#include <map>
 #include <filesystem>
 #include <set>
 #include <string>
 
+#include "analyzer/read/recording.h"
 #include "tests/e2e/harness.h"
 
 namespace acc::test {
@@ -113,6 +115,71 @@ TEST(DeduplicationTest, HiddenWritesReadBackAsWholeCapturesAtLevel1) {
   TempDir dir;
   Pair p = recordBoth(dir, testScript("hidden_writes.py"), {{"ACC_LEVEL", "1"}});
   EXPECT_GT(expectSameRecords(p.whole, p.deduplicated, false), 10u);
+}
+
+// Op records in batches (recorder/write/record_batch.h), 64 a thread here,
+// so that only a step's end and the program's end hand them over: two
+// threads handing each other tensors read back as whole captures. A thread
+// refers to a content another thread defined only once that thread's batch
+// is queued (the step before's), never to one still in its batch (this
+// step's), which would put a reference before its definition in the file.
+TEST(DeduplicationTest, ThreadsReferToEachOthersContentsOnlyOnceQueued) {
+  TempDir dir;
+  Pair p = recordBoth(dir, testScript("two_threads.py"), {{"ACC_LEVEL", "1"}, {"ACC_RECORD_BATCH", "64"}});
+  EXPECT_GT(expectSameRecords(p.whole, p.deduplicated, false), 10u);
+  const Recording& rec = p.deduplicated;
+  const std::vector<const format::OpRecord*> linear = rec.named("aten::linear.");
+  ASSERT_FALSE(linear.empty());
+  const uint64_t main_thread = linear[0]->thread;
+  // The other thread's x.cos() + 1 and x.sin() of each step, and the main
+  // thread's out * back (the first, this step's) + before (the second, the
+  // step before's). The reader gives a reference the id it refers to.
+  std::map<int64_t, const format::OpRecord*> side_add, side_sin, main_mul, main_add;
+  for (const format::OpRecord& r : rec.records) {
+    if (r.op == "aten::add" && r.thread != main_thread) side_add[r.step] = &r;
+    if (r.op == "aten::sin" && r.thread != main_thread && r.step < 6) side_sin[r.step] = &r;
+    if (r.op == "aten::mul" && r.thread == main_thread && r.pass == format::Pass::Forward) main_mul[r.step] = &r;
+    if (r.op == "aten::add" && r.thread == main_thread && r.pass == format::Pass::Forward && r.tensors.size() == 3) {
+      main_add[r.step] = &r;
+    }
+  }
+  ASSERT_EQ(side_add.size(), 6u);
+  ASSERT_EQ(side_sin.size(), 6u);
+  for (int64_t step = 0; step < 6; ++step) {
+    SCOPED_TRACE("step " + std::to_string(step));
+    ASSERT_TRUE(main_mul.count(step) && main_add.count(step));
+    // Defined again: the other thread's batch was not queued yet.
+    const uint64_t back = main_mul[step]->tensors.at(1).content;
+    EXPECT_NE(back, 0u);
+    EXPECT_NE(back, side_add[step]->tensors.back().content);
+    if (step == 0) continue;
+    // Queued at the step's end: referred to.
+    EXPECT_EQ(main_add[step]->tensors.at(1).content, side_sin[step - 1]->tensors.back().content);
+  }
+  // The three ops of the thread left waiting at the end were handed over
+  // at exit (full, sin, exp).
+  size_t last = 0;
+  for (const format::OpRecord& r : rec.records) last += r.thread != main_thread && r.step == 6;
+  EXPECT_EQ(last, 3u);
+  EXPECT_EQ(rec.named("aten::exp.").size(), 1u);
+  // In the file, no record of the other thread comes after a main-thread
+  // record of a later step: the analyzer takes a step once it has read
+  // 4,096 records of later ones.
+  auto ranks = analyzer::openRecording(dir / "dedup/rank0");
+  analyzer::ReadOptions options;
+  std::map<uint64_t, format::StackRecord> stacks;
+  int64_t main_step = -1;
+  size_t late = 0, read = 0;
+  analyzer::readRecords(ranks.at(0), options, [&](format::OpRecord&& r) {
+    ++read;
+    if (r.thread == main_thread) {
+      main_step = std::max(main_step, r.step);
+    } else if (r.step < main_step) {
+      ++late;
+    }
+  }, stacks);
+  EXPECT_EQ(read, rec.records.size());
+  EXPECT_EQ(late, 0u);
 }
 
 TEST(DeduplicationTest, AdamWChainsAreStoredOnce) {

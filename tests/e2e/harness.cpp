@@ -175,17 +175,6 @@ RunResult runPythonPlain(const std::string& script, std::map<std::string, std::s
   return run({{python(), script}, env, "", false, ""});
 }
 
-TempDir::TempDir() {
-  std::string templ = (fs::temp_directory_path() / "acc-test-XXXXXX").string();
-  if (mkdtemp(templ.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-  path_ = templ;
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  fs::remove_all(path_, ec);
-}
-
 std::vector<const format::OpRecord*> Recording::named(const std::string& prefix) const {
   std::vector<const format::OpRecord*> out;
   for (const auto& r : records) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "format/record.h"
+#include "tests/temp_dir.h"
 
 namespace acc::test {
 
@@ -45,19 +46,6 @@ std::string binDir();
 RunResult recordPython(const std::string& script, const std::string& dir,
                        std::map<std::string, std::string> env = {});
 RunResult runPythonPlain(const std::string& script, std::map<std::string, std::string> env = {});
-
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& child) const { return path_ + "/" + child; }
-
- private:
-  std::string path_;
-};
 
 struct Recording {
   nlohmann::json manifest;

@@ -333,6 +333,7 @@ INSTANTIATE_TEST_SUITE_P(
                       InvalidCase{"ACC_STACK", "all"}, InvalidCase{"ACC_NESTED", "2"}, InvalidCase{"ACC_DEDUP", "2"},
                       InvalidCase{"ACC_BUFFER_MB", "0"}, InvalidCase{"ACC_BUFFER_MB", "65537"},
                       InvalidCase{"ACC_DEVICE_BATCH", "0"}, InvalidCase{"ACC_DEVICE_BATCH", "many"},
+                      InvalidCase{"ACC_RECORD_BATCH", "0"}, InvalidCase{"ACC_RECORD_BATCH", "65"},
                       InvalidCase{"ACC_ZSTD_LEVEL", "0"}, InvalidCase{"ACC_ZSTD_LEVEL", "20"},
                       InvalidCase{"ACC_DATA_ZSTD_LEVEL", "0"}, InvalidCase{"ACC_DATA_ZSTD_LEVEL", "-101"},
                       InvalidCase{"ACC_DATA_ZSTD_LEVEL", "20"}, InvalidCase{"ACC_DATA_ZSTD_LEVEL", "fast"},
@@ -362,7 +363,7 @@ TEST(ConfigTest, EveryDocumentedVariableHasAnInvalidCase) {
   for (const char* n :
        {"ACC_ENABLE", "ACC_OUTPUT_DIR", "ACC_LEVEL", "ACC_INPUTS", "ACC_OUTPUTS", "ACC_PASSES",
         "ACC_OP_RANGE", "ACC_OP_LIST", "ACC_MODULES", "ACC_SKIP", "ACC_STEPS", "ACC_RANKS", "ACC_STACK",
-        "ACC_NESTED", "ACC_DEDUP", "ACC_BUFFER_MB", "ACC_DEVICE_BATCH", "ACC_ZSTD_LEVEL", "ACC_DATA_ZSTD_LEVEL", "ACC_FRAME_KB", "ACC_DATA_THREADS", "ACC_ON_FULL",
+        "ACC_NESTED", "ACC_DEDUP", "ACC_BUFFER_MB", "ACC_DEVICE_BATCH", "ACC_RECORD_BATCH", "ACC_ZSTD_LEVEL", "ACC_DATA_ZSTD_LEVEL", "ACC_FRAME_KB", "ACC_DATA_THREADS", "ACC_ON_FULL",
         "ACC_QUIET", "ACC_EAGER", "ACC_GRADS", "ACC_WATCH", "ACC_WATCH_CONTEXT", "ACC_WATCH_ABORT",
         "ACC_RANDOM", "ACC_OVERRIDE", "ACC_REFERENCE", "ACC_REFERENCE_CONTEXT", "ACC_REFERENCE_MAX",
         "ACC_REFERENCE_THRESHOLDS"}) {

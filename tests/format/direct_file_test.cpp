@@ -16,6 +16,8 @@
 
 #include "format/direct_file.h"
 
+#include "tests/temp_dir.h"
+
 namespace acc::format {
 namespace {
 
@@ -23,17 +25,6 @@ namespace fs = std::filesystem;
 
 class DirectFileFixture : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string templ = (fs::temp_directory_path() / "acc_direct_file_XXXXXX").string();
-    ASSERT_NE(mkdtemp(templ.data()), nullptr);
-    dir_ = templ;
-    path_ = (dir_ / "records.acc").string();
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-
   std::string contents() const {
     std::ifstream in(path_, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(in), {});
@@ -62,8 +53,9 @@ class DirectFileFixture : public ::testing::Test {
     return n;
   }
 
-  fs::path dir_;
-  std::string path_;
+  test::TempDir tmp_{"acc_direct_file"};
+  fs::path dir_{tmp_.path()};
+  std::string path_ = (dir_ / "records.acc").string();
 };
 
 class DirectFileTest : public DirectFileFixture, public ::testing::WithParamInterface<bool> {};

@@ -20,6 +20,8 @@
 #include "format/record.h"
 #include "format/record_sink.h"
 
+#include "tests/temp_dir.h"
+
 namespace acc::format {
 namespace {
 
@@ -509,17 +511,6 @@ TEST(RecordTest, TensorNumel) {
 
 class FrameFileTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string templ = (fs::temp_directory_path() / "acc_format_test_XXXXXX").string();
-    ASSERT_NE(mkdtemp(templ.data()), nullptr);
-    dir_ = templ;
-    path_ = (dir_ / "rank0.accrec").string();
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-
   // Distinct, compressible payloads that never contain the frame magic.
   static std::string payload(int i) {
     std::string p;
@@ -580,8 +571,9 @@ class FrameFileTest : public ::testing::Test {
     return out;
   }
 
-  fs::path dir_;
-  std::string path_;
+  test::TempDir tmp_{"acc_format_test"};
+  fs::path dir_{tmp_.path()};
+  std::string path_ = (dir_ / "rank0.accrec").string();
   std::vector<std::string> frames_;
   std::vector<std::string> payloads_;
 };

@@ -21,6 +21,8 @@
 #include "format/record.h"
 #include "recorder/write/data_buffer.h"
 
+#include "tests/temp_dir.h"
+
 namespace acc::recorder {
 namespace {
 
@@ -133,19 +135,9 @@ std::vector<size_t> frameOffsets(const std::string& path, uint32_t magic) {
 
 class WriterTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string templ = (fs::temp_directory_path() / "acc_writer_test_XXXXXX").string();
-    ASSERT_NE(mkdtemp(templ.data()), nullptr);
-    dir_ = templ;
-    path_ = (dir_ / "rank0.accrec").string();
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-
-  fs::path dir_;
-  std::string path_;
+  test::TempDir tmp_{"acc_writer_test"};
+  fs::path dir_{tmp_.path()};
+  std::string path_ = (dir_ / "rank0.accrec").string();
 };
 
 TEST_F(WriterTest, RecordsReadBackCompleteAndInOrder) {

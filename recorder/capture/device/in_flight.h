@@ -36,6 +36,9 @@ struct QueuedRecord {
   // order, each in the buffer it was captured into (data_buffer.h).
   std::vector<DataBuffer> data;
   std::unique_ptr<InFlightRecord> in_flight;
+  // A thread's batch (record_batch.h): `bytes` holds this many op records
+  // without tensor bytes, one after another. 0: one record of any kind.
+  uint32_t records = 0;
 };
 
 inline uint64_t queuedBytes(const QueuedRecord& r) {
