@@ -23,6 +23,7 @@
 
 #include "format/frame.h"
 #include "format/record.h"
+#include "tests/recorder/read_ops.h"
 
 #include "tests/temp_dir.h"
 
@@ -48,20 +49,55 @@ std::unique_ptr<CapturedOp> op(RecordBatches* batches, uint64_t index, uint64_t 
   return r;
 }
 
+// A thread that takes records 0..n-1 into its batch, runs `then` there and
+// stays, alive, until released (or the object goes): a thread whose batch
+// others must hand over.
+class BatchHolder {
+ public:
+  BatchHolder(RecordBatches& batches, uint64_t n, uint64_t thread, std::function<void()> then = [] {})
+      : thread_([&batches, n, thread, then, this] {
+          for (uint64_t i = 0; i < n; ++i) {
+            std::unique_ptr<CapturedOp> r = op(&batches, i, thread);
+            EXPECT_TRUE(batches.take(r));
+          }
+          then();
+          taken_.set_value();
+          release_.get_future().wait();
+        }) {
+    taken_.get_future().wait();
+  }
+  ~BatchHolder() { release(); }
+  // Its thread ends, handing over what its batch still holds.
+  void release() {
+    if (!thread_.joinable()) return;
+    release_.set_value();
+    thread_.join();
+  }
+
+ private:
+  std::promise<void> taken_, release_;
+  std::thread thread_;  // last: started once the promises are there
+};
+
 // (thread, index) of the file's op records, in file order.
 std::vector<std::pair<uint64_t, uint64_t>> fileOrder(const std::string& path) {
   std::vector<std::pair<uint64_t, uint64_t>> out;
   format::FrameReader reader(path);
-  std::string payload;
-  while (reader.next(payload)) {
-    format::RecordCursor cursor(payload);
-    format::RecordKind kind;
-    std::string_view body;
-    while (cursor.next(kind, body)) {
-      format::OpRecord r = format::decodeOp(body, /*with_data=*/false, cursor.dataOffset());
-      out.emplace_back(r.thread, r.index);
-    }
-  }
+  forEachOp(reader, [&](const format::OpRecord& r) { out.emplace_back(r.thread, r.index); });
+  return out;
+}
+
+// Hands `r` over alone, as emitRecord does what no batch takes.
+bool submitAlone(Writer& writer, const CapturedOp& r) {
+  std::string bytes;
+  format::encode(r, bytes);
+  format::appendData(r, bytes);
+  return writer.submit(std::move(bytes));
+}
+
+std::vector<uint64_t> indices(const std::string& path) {
+  std::vector<uint64_t> out;
+  for (const auto& [thread, index] : fileOrder(path)) out.push_back(index);
   return out;
 }
 
@@ -124,15 +160,10 @@ TEST_F(RecordBatchTest, RecordsThatGoAloneComeAfterTheirThreadsBatch) {
     with_bytes->tensors.push_back(t);
     EXPECT_FALSE(batches.take(with_bytes));
     batches.handOverBefore(*with_bytes);
-    std::string bytes;
-    format::encode(*with_bytes, bytes);
-    format::appendData(*with_bytes, bytes);
-    ASSERT_TRUE(writer.submit(std::move(bytes)));
+    EXPECT_TRUE(submitAlone(writer, *with_bytes));
   });
   writer.stop();
-  const auto order = fileOrder(path_);
-  ASSERT_EQ(order.size(), 4u);
-  for (uint64_t i = 0; i < 4; ++i) EXPECT_EQ(order[i].second, i);
+  EXPECT_EQ(indices(path_), (std::vector<uint64_t>{0, 1, 2, 3}));
 }
 
 // A step's end and Session::stop hand over the batches of threads that
@@ -140,26 +171,12 @@ TEST_F(RecordBatchTest, RecordsThatGoAloneComeAfterTheirThreadsBatch) {
 TEST_F(RecordBatchTest, HandOverAllTakesOtherThreadsBatches) {
   Writer writer(path_, env::Config{});
   RecordBatches batches(writer, nullptr, 8);
-  std::promise<void> taken, done;
-  std::thread other([&] {
-    for (uint64_t i = 0; i < 3; ++i) {
-      std::unique_ptr<CapturedOp> r = op(&batches, i, 1);
-      EXPECT_TRUE(batches.take(r));
-    }
-    taken.set_value();
-    done.get_future().wait();
-  });
-  taken.get_future().wait();
+  BatchHolder other(batches, 3, 1);
   batches.handOverAll();
-  std::string marker;
-  format::encode(*op(nullptr, 100, 0), marker);
-  ASSERT_TRUE(writer.submit(std::move(marker)));
-  done.set_value();
-  other.join();
+  EXPECT_TRUE(submitAlone(writer, *op(nullptr, 100, 0)));
+  other.release();
   writer.stop();
-  const auto order = fileOrder(path_);
-  ASSERT_EQ(order.size(), 4u);
-  EXPECT_EQ(order[3], std::make_pair(uint64_t(0), uint64_t(100)));
+  EXPECT_EQ(indices(path_), (std::vector<uint64_t>{0, 1, 2, 100}));
 }
 
 // A collective's record completes on its backend's thread, the watch's
@@ -168,49 +185,25 @@ TEST_F(RecordBatchTest, HandOverAllTakesOtherThreadsBatches) {
 TEST_F(RecordBatchTest, ARecordHandedOverByAnotherThreadComesAfterTheBatchItWasCapturedIn) {
   Writer writer(path_, env::Config{});
   RecordBatches batches(writer, nullptr, 8);
-  std::promise<std::unique_ptr<CapturedOp>> captured;
-  std::promise<void> done;
-  std::thread capturer([&] {
-    for (uint64_t i = 0; i < 3; ++i) {
-      std::unique_ptr<CapturedOp> r = op(&batches, i, 1);
-      EXPECT_TRUE(batches.take(r));
-    }
-    captured.set_value(op(&batches, 3, 1));
-    done.get_future().wait();
-  });
-  std::unique_ptr<CapturedOp> r = captured.get_future().get();
+  std::unique_ptr<CapturedOp> r;
+  BatchHolder capturer(batches, 3, 1, [&] { r = op(&batches, 3, 1); });
   onThread([&] {
     EXPECT_FALSE(batches.take(r));  // not this thread's
     batches.handOverBefore(*r);
-    std::string bytes;
-    format::encode(*r, bytes);
-    ASSERT_TRUE(writer.submit(std::move(bytes)));
+    EXPECT_TRUE(submitAlone(writer, *r));
   });
-  done.set_value();
-  capturer.join();
+  capturer.release();
   writer.stop();
-  const auto order = fileOrder(path_);
-  ASSERT_EQ(order.size(), 4u);
-  for (uint64_t i = 0; i < 4; ++i) EXPECT_EQ(order[i].second, i);
+  EXPECT_EQ(indices(path_), (std::vector<uint64_t>{0, 1, 2, 3}));
 }
 
 TEST_F(RecordBatchTest, ABatchRefusedAfterStopCountsEachOfItsRecords) {
   Writer writer(path_, env::Config{});
   RecordBatches batches(writer, nullptr, 8);
-  std::promise<void> taken, done;
-  std::thread taker([&] {
-    for (uint64_t i = 0; i < 5; ++i) {
-      std::unique_ptr<CapturedOp> r = op(&batches, i, 0);
-      EXPECT_TRUE(batches.take(r));
-    }
-    taken.set_value();
-    done.get_future().wait();
-  });
-  taken.get_future().wait();
+  BatchHolder taker(batches, 5, 0);
   writer.stop();
   batches.handOverAll();
-  done.set_value();
-  taker.join();  // its batch is empty now: nothing more counted
+  taker.release();  // its batch is empty now: nothing more counted
   EXPECT_EQ(writer.counts().records_dropped, 5u);
   EXPECT_EQ(writer.counts().records_written, 0u);
   EXPECT_TRUE(fileOrder(path_).empty());

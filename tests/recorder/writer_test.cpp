@@ -20,6 +20,7 @@
 #include "format/frame.h"
 #include "format/record.h"
 #include "recorder/write/data_buffer.h"
+#include "tests/recorder/read_ops.h"
 
 #include "tests/temp_dir.h"
 
@@ -96,21 +97,13 @@ struct FileContents {
 FileContents readRecording(const std::string& path) {
   FileContents c;
   format::FrameReader reader(path);
-  std::string payload;
-  while (reader.next(payload)) {
-    format::RecordCursor cursor(payload);
-    format::RecordKind kind;
-    std::string_view body;
-    while (cursor.next(kind, body)) {
-      EXPECT_EQ(kind, format::RecordKind::Op);
-      format::OpRecord op = format::decodeOp(body, /*with_data=*/false, cursor.dataOffset());
-      for (format::Tensor& t : op.tensors) {
-        t.data.resize(t.data_size);
-        if (!reader.readData(t.data_offset, t.data_size, t.data.data())) t.data = "unreadable";
-      }
-      c.ops.push_back(std::move(op));
+  forEachOp(reader, [&](format::OpRecord op) {
+    for (format::Tensor& t : op.tensors) {
+      t.data.resize(t.data_size);
+      if (!reader.readData(t.data_offset, t.data_size, t.data.data())) t.data = "unreadable";
     }
-  }
+    c.ops.push_back(std::move(op));
+  });
   c.data_frames = reader.dataFramesSeen();
   c.frames = reader.framesRead() + c.data_frames;
   c.corrupt = reader.corruptFrames();
