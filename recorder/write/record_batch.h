@@ -18,9 +18,11 @@
 // Session::stop. A forked child never hands over its parent's batches: the
 // parent writes them.
 //
-// Off with ACC_REFERENCE (its judge orders and publishes records itself)
-// and with ACC_ON_FULL=drop where contents are deduplicated: a batch is
-// dropped only after stop, never while later records may refer to it.
+// Off with ACC_REFERENCE (its judge orders and publishes records itself),
+// and with ACC_ON_FULL=drop where contents are deduplicated: a dropped batch
+// would leave its thread's later records referring to contents defined
+// nowhere. With ACC_ON_FULL=wait a batch is refused only once the writer
+// stops, after which nothing is written.
 #pragma once
 
 #include <atomic>
