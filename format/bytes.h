@@ -62,6 +62,13 @@ class ByteWriter {
     std::memcpy(room(n), p, n);
     len_ += n;
   }
+  // Room for `n` more bytes at once, for a run of fields whose sizes add up
+  // to at most `n` written through a FieldCursor (no check per field), then
+  // handed back with commit(). The recorder encodes a record per op: a
+  // tensor's twenty-odd fields each through varint() cost a call and a
+  // check apiece (docs/guide/performance.md, "Per op").
+  char* reserve(size_t n) { return room(n); }
+  void commit(const char* end) { len_ = static_cast<size_t>(end - out_.data()); }
   size_t size() const { return len_; }
   // What was written from the start of `out`, without trimming it.
   std::string_view view() const { return std::string_view(out_.data(), len_); }
@@ -80,6 +87,35 @@ class ByteWriter {
 
   std::string& out_;
   size_t len_;
+};
+
+// Writes fields at a pointer into room a ByteWriter reserved: the caller
+// bounds their sizes (kMaxVarint per varint).
+struct FieldCursor {
+  char* p;
+  void u8(uint8_t v) { *p++ = static_cast<char>(v); }
+  // One byte inline, the rest out of line: most fields are small numbers,
+  // and the loop inlined into each field grew the encoder (see ByteWriter).
+  void varint(uint64_t v) {
+    if (__builtin_expect(v < 0x80, 1)) {
+      *p++ = static_cast<char>(v);
+    } else {
+      p = longVarint(p, v);
+    }
+  }
+  __attribute__((noinline)) static char* longVarint(char* p, uint64_t v) { return p + putVarint(p, v); }
+  void zigzag(int64_t v) { varint((static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63)); }
+  void f64(double v) { raw(&v, sizeof v); }
+  void u64(uint64_t v) { raw(&v, sizeof v); }
+  void raw(const void* q, size_t n) {
+    std::memcpy(p, q, n);
+    p += n;
+  }
+  // At most kMaxVarint + s.size() bytes.
+  void str(std::string_view s) {
+    varint(s.size());
+    raw(s.data(), s.size());
+  }
 };
 
 class ByteReader {

@@ -45,7 +45,27 @@ constexpr uint64_t kTailModule = 2;    // v5
 constexpr uint64_t kTailAutocast = 4;  // v6
 constexpr uint64_t kKnownTail = kTailOverload | kTailModule | kTailAutocast;
 
-void encodeTensor(const Tensor& t, ByteWriter& w) {
+// Statistics through either writer: 4 doubles, 2 varints, 1 word.
+constexpr size_t kStatsBound = 4 * 8 + 2 * kMaxVarint + 8;
+template <typename W>
+void writeStats(const Stats& s, W& w) {
+  w.f64(s.min);
+  w.f64(s.max);
+  w.f64(s.mean);
+  w.f64(s.norm);
+  w.varint(s.nan_count);
+  w.varint(s.inf_count);
+  w.u64(s.checksum);
+}
+
+// A tensor's fields, in room reserved at once for all of them.
+void encodeTensor(const Tensor& t, ByteWriter& writer) {
+  // role, dtype, flags and the delta map's kind (4 bytes); position, item,
+  // the two dimension counts, content, delta base, data size (7 varints);
+  // the delta's scalar; the device's name; the dimensions.
+  const size_t bound = 4 + 7 * kMaxVarint + 8 + kStatsBound + (kMaxVarint + t.device.size()) +
+                       kMaxVarint * (t.shape.size() + t.strides.size());
+  FieldCursor w{writer.reserve(bound)};
   w.u8(static_cast<uint8_t>(t.role));
   w.varint(t.position);
   w.varint(t.item);
@@ -67,9 +87,11 @@ void encodeTensor(const Tensor& t, ByteWriter& w) {
     w.u8(static_cast<uint8_t>(t.delta_map));
     w.f64(t.delta_scalar);
   }
-  if (ref) return;
-  if (t.has_stats) encodeStats(t.stats, w);
-  if (t.has_data) w.varint(t.data_apart ? t.data_size : t.data.size());
+  if (!ref) {
+    if (t.has_stats) writeStats(t.stats, w);
+    if (t.has_data) w.varint(t.data_apart ? t.data_size : t.data.size());
+  }
+  writer.commit(w.p);
 }
 
 Tensor decodeTensor(ByteReader& r, bool with_data, uint64_t& data_offset) {
@@ -145,13 +167,9 @@ void frameRecord(RecordKind kind, std::string_view body, std::string& out) {
 }  // namespace
 
 void encodeStats(const Stats& s, ByteWriter& w) {
-  w.f64(s.min);
-  w.f64(s.max);
-  w.f64(s.mean);
-  w.f64(s.norm);
-  w.varint(s.nan_count);
-  w.varint(s.inf_count);
-  w.u64(s.checksum);
+  FieldCursor c{w.reserve(kStatsBound)};
+  writeStats(s, c);
+  w.commit(c.p);
 }
 
 Stats decodeStats(ByteReader& r) {
@@ -208,21 +226,29 @@ void encode(const OpRecord& r, std::string& out) {
 
 void encode(const OpRecord& r, std::string& out, std::string& body) {
   ByteWriter w(body, 0);
-  w.varint(r.index);
-  w.str(r.name);
-  w.str(r.op);
-  w.u8(static_cast<uint8_t>(r.pass));
-  w.zigzag(r.step);
-  w.varint(r.op_number);
-  w.varint(r.depth);
-  w.varint(r.thread);
-  w.varint(r.stack_id);
-  w.str(r.grad_fn);
-  w.str(r.forward_name);
-  w.zigzag(r.sequence_nr);
-  w.varint(r.start_ns);
-  w.varint(r.end_ns);
-  w.varint(r.scalars.size());
+  {
+    // The fields before the tensors, in room reserved at once: 10 varints,
+    // the pass, 4 strings with their lengths.
+    const size_t bound = 1 + 10 * kMaxVarint + 4 * kMaxVarint + r.name.size() + r.op.size() +
+                         r.grad_fn.size() + r.forward_name.size();
+    FieldCursor c{w.reserve(bound)};
+    c.varint(r.index);
+    c.str(r.name);
+    c.str(r.op);
+    c.u8(static_cast<uint8_t>(r.pass));
+    c.zigzag(r.step);
+    c.varint(r.op_number);
+    c.varint(r.depth);
+    c.varint(r.thread);
+    c.varint(r.stack_id);
+    c.str(r.grad_fn);
+    c.str(r.forward_name);
+    c.zigzag(r.sequence_nr);
+    c.varint(r.start_ns);
+    c.varint(r.end_ns);
+    c.varint(r.scalars.size());
+    w.commit(c.p);
+  }
   for (const Scalar& s : r.scalars) {
     w.varint(s.position);
     w.str(s.value);

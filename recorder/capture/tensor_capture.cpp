@@ -29,6 +29,12 @@ void assignDeviceName(std::string& out, c10::Device d) {
   }
 }
 
+// The paths a record at level 0 or 1 without number arguments never takes
+// (a number's text, level 2's bytes and deltas) are out of line
+// ([[gnu::noinline]]): inlined, each called once, they made captureValue
+// 14 KB of code, which the per-op path runs through beside torch's
+// dispatcher in the instruction cache (docs/guide/performance.md, "Per op").
+
 // 17 significant digits, and always recognisable as a float ("1.0", not
 // "1"): replay passes a Scalar argument as the type it had, which decides
 // type promotion (an int tensor plus 1 stays int, plus 1.0 does not).
@@ -47,7 +53,7 @@ std::string doubleText(double v) {
 }
 
 // Text of a non-tensor argument; empty for values that are not recorded.
-std::string scalarText(const c10::IValue& v) {
+[[gnu::noinline]] std::string scalarText(const c10::IValue& v) {
   if (v.isNone()) return "None";
   if (v.isBool()) return v.toBool() ? "True" : "False";
   if (v.isInt()) return std::to_string(v.toInt());
@@ -88,7 +94,8 @@ constexpr uint8_t kMaxDeltaDepth = 3;
 
 // An input the op writes, at the op's start: its values, for its output's
 // delta. Only contiguous references are copied (no op runs, no guard).
-void keepDeltaBase(const at::Tensor& t, const ContentStore::Content& content, CapturedOp& record) {
+[[gnu::noinline]] void keepDeltaBase(const at::Tensor& t, const ContentStore::Content& content,
+                                     CapturedOp& record) {
   if (content.delta_depth >= kMaxDeltaDepth) return;
   DeltaBase base;
   base.impl = t.unsafeGetTensorImpl();
@@ -111,7 +118,8 @@ bool derivesFromInput0(std::string_view op) {
 
 // The first input of such an op, for its output's delta (format v9): where
 // it lies, read when the output is captured.
-void keepDerivedBase(const at::Tensor& t, const ContentStore::Content& content, CapturedOp& record) {
+[[gnu::noinline]] void keepDerivedBase(const at::Tensor& t, const ContentStore::Content& content,
+                                       CapturedOp& record) {
   if (content.delta_depth >= kMaxDeltaDepth || !t.is_contiguous()) return;
   DeltaBase base;
   base.content = content.id;
@@ -257,7 +265,8 @@ void holdApart(DataBuffer bytes, format::Tensor& out, CapturedOp& record) {
 
 // An output defined here whose tensor an input held at the op's start:
 // its bytes become the XOR of the two, and its content a link of a chain.
-void recordAsDelta(const at::Tensor& t, format::Tensor& out, ContentStore& contents, CapturedOp& record) {
+[[gnu::noinline]] void recordAsDelta(const at::Tensor& t, format::Tensor& out, ContentStore& contents,
+                                     CapturedOp& record) {
   if (record.bytes.empty() || record.bytes.back().tensor != record.tensors.size() - 1) return;
   DataBuffer& values = record.bytes.back().bytes;
   DeltaBase* base = unusedBaseOf(t, record);
@@ -285,7 +294,8 @@ void recordAsDelta(const at::Tensor& t, format::Tensor& out, ContentStore& conte
 // once and never copied. False where that copy is not there (the input's
 // bytes are this record's own, recordAsDelta's case) or the delta does not
 // pay: the output is then captured whole.
-bool captureAsDelta(const at::Tensor& t, format::Tensor& out, ContentStore& contents, CapturedOp& record) {
+[[gnu::noinline]] bool captureAsDelta(const at::Tensor& t, format::Tensor& out, ContentStore& contents,
+                                      CapturedOp& record) {
   if (!t.is_contiguous() || !readable(t)) return false;
   DeltaBase* base = unusedBaseOf(t, record);
   if (base == nullptr) return false;
@@ -302,7 +312,7 @@ bool captureAsDelta(const at::Tensor& t, format::Tensor& out, ContentStore& cont
 }
 
 // Level 2 on the CPU: the bytes of `t`, the record's last tensor.
-void captureBytesApart(const at::Tensor& t, CapturedOp& record) {
+[[gnu::noinline]] void captureBytesApart(const at::Tensor& t, CapturedOp& record) {
   if (!t.device().is_cpu() || !readable(t)) return;
   at::Tensor host = t.contiguous();  // itself when contiguous: no op, no autograd
   holdApart(DataBuffer(host.data_ptr(), host.nbytes()), record.tensors.back(), record);
@@ -396,9 +406,10 @@ void captureValue(const c10::IValue& value, format::Role role, uint32_t position
     // op): on torch 1.13 and 2.x each guard copies and rebuilds the thread's
     // callback list twice, about a microsecond per record.
     const bool only_batched = capture.batch != nullptr && level < 2 && !t.device().is_cpu();
-    // Level 2 copies a strided view by contiguous(), an op.
-    const bool in_place = statsReadInPlace(t) && (level < 2 || t.is_contiguous());
-    if (values && !content.ref && !capture.guard.held() && !in_place && !only_batched) {
+    // Level 2 copies a strided view by contiguous(), an op. (Asked last:
+    // at level 0 no tensor needs the guard.)
+    if (values && !content.ref && !capture.guard.held() && !only_batched &&
+        !(statsReadInPlace(t) && (level < 2 || t.is_contiguous()))) {
       capture.guard.need();
     }
     // A content an earlier record (or tensor) holds: metadata and its id.
@@ -444,7 +455,7 @@ void captureValue(const c10::IValue& value, format::Role role, uint32_t position
   };
   if (value.isTensor()) {
     add(value.toTensor(), 0);
-  } else if (value.isTensorList()) {
+  } else if (value.isList() && value.isTensorList()) {  // isList() inline: most values are numbers
     uint32_t item = 0;
     // Read where they lie: toTensorVector() would copy the list.
     for (const c10::IValue& element : value.toListRef()) add(element.toTensor(), item++);

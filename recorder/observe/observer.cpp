@@ -119,16 +119,7 @@ ThreadState& threadState() {
   return owned;
 }
 
-// What onEnd reads first: a nested op's context is this alone.
-struct ContextHead : at::ObserverContext {
-  explicit ContextHead(bool nested) : nested(nested) {}
-  // Counted in the thread's depth, and nothing else to do at its end: a
-  // nested op that no feature watches (NestedContext).
-  const bool nested;
-};
-
-struct OpContext : ContextHead {
-  OpContext() : ContextHead(false) {}
+struct OpContext : at::ObserverContext {
   // One per op: its memory is reused (RecordFunction frees it through the
   // base's virtual destructor, which finds these).
   static void* operator new(size_t size) { return record_pool::takeBlock(size); }
@@ -158,19 +149,6 @@ struct OpContext : ContextHead {
   std::unique_ptr<OpOverride::Call> override_call;  // ACC_OVERRIDE: this op is computed again
   bool collective = false;  // a c10d:: op: its results arrive after its end
   c10::IValue filled;       // a collective returning only its work: argument 0, which it fills
-};
-
-// Most ops the observer sees run inside others (aten::linear's t and addmm,
-// a kernel's empty): about six in seven on the LM, a few thousand a step.
-// Where nothing watches them (no uninitialized memory pending, no random
-// tape, no override: nestedOnly()), such an op is only counted in the
-// thread's depth, and its context is this flag: built and destroyed
-// without OpContext's vectors, values and pointers. Same blocks as
-// OpContext's, so that one pool serves both.
-struct NestedContext : ContextHead {
-  NestedContext() : ContextHead(true) {}
-  static void* operator new(size_t) { return record_pool::takeBlock(sizeof(OpContext)); }
-  static void operator delete(void* p, size_t) { record_pool::giveBlock(p, sizeof(OpContext)); }
 };
 
 // Where a finished record goes: to the writer, to the NaN/Inf watch, which
@@ -262,8 +240,8 @@ void captureAll(Session& s, c10::ArrayRef<const c10::IValue> values, Role role, 
   const bool watched = r.hold && s.watch() != nullptr;
   capture.level = watched ? 0 : s.config().level;
   capture.hold = r.hold.get();
-  capture.devices = [&s](const std::string& d) {
-    std::string& last = threadState().last_device;
+  std::string& last = threadState().last_device;  // one thread-local lookup, not one per tensor
+  capture.devices = [&s, &last](const std::string& d) {
     if (d == last) return;
     s.noteDevice(d);
     last = d;
@@ -271,7 +249,8 @@ void captureAll(Session& s, c10::ArrayRef<const c10::IValue> values, Role role, 
   capture.contents = watched || !dedup ? nullptr : s.contents();
   capture.batch = s.statsBatch();
   if (capture.contents != nullptr && capture.level >= 2) capture.writes = writes;
-  if (role == Role::Output) capture.constant = filledWith(r);
+  // Read only for device tensors' statistics: none at level 0.
+  if (role == Role::Output && capture.level >= 1) capture.constant = filledWith(r);
   if (role == Role::Output && outputsUninitialized(r.op)) {
     capture.uninitialized = [](const at::Tensor&) { return true; };
   } else if (role == Role::Input || role == Role::Output) {
@@ -310,7 +289,7 @@ void noteWrites(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i].isTensor()) {
       if (!note(i, inputs[i].toTensor())) return;
-    } else if (inputs[i].isTensorList()) {
+    } else if (inputs[i].isList() && inputs[i].isTensorList()) {  // isList() inline, isTensorList() a call
       for (const c10::IValue& t : inputs[i].toListRef()) {
         if (!note(i, t.toTensor())) return;
       }
@@ -432,7 +411,7 @@ void hookNodes(Session& s, const std::vector<c10::IValue>& outputs, uint64_t thr
 // ACC_GRADS: one record per parameter and optimizer step, named after the
 // parameter, with its gradient as input 0; every filter but the ranks passes
 // it (python_hooks.h hands it over through an aten::alias op).
-void recordGradient(Session& s, const at::RecordFunction& fn, const std::string& parameter) {
+[[gnu::noinline]] void recordGradient(Session& s, const at::RecordFunction& fn, const std::string& parameter) {
   auto r = std::make_unique<CapturedOp>();
   r->index = s.nextIndex();
   r->name = "grad::" + parameter;
@@ -475,9 +454,21 @@ std::string& appendNumber(std::string& out, uint64_t n) {
   return out.append(digits, static_cast<size_t>(end - digits));
 }
 
-// {op}.{n}.{pass} into `out`, replacing what it held (in its buffer).
-void recordNameInto(std::string& out, std::string_view op, uint64_t n, const char* pass) {
-  appendNumber(out.assign(op).append("."), n).append(".").append(pass);
+// {op}.{n}.{pass} into `out`, replacing what it held (in its buffer):
+// sized once and copied in, where an assign and four appends each checked
+// and grew the string (about 360 instructions a record on the LM).
+void recordNameInto(std::string& out, std::string_view op, uint64_t n, std::string_view pass) {
+  char digits[24];
+  const size_t count = static_cast<size_t>(std::to_chars(digits, digits + sizeof digits, n).ptr - digits);
+  out.resize(op.size() + count + pass.size() + 2);
+  char* p = out.data();
+  std::memcpy(p, op.data(), op.size());
+  p += op.size();
+  *p++ = '.';
+  std::memcpy(p, digits, count);
+  p += count;
+  *p++ = '.';
+  std::memcpy(p, pass.data(), pass.size());
 }
 
 void forwardNameInto(std::string& out, std::string_view op, uint64_t n) { recordNameInto(out, op, n, "fwd"); }
@@ -548,7 +539,7 @@ void startForward(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
 
 // A collective's results (its tensor outputs, or the argument it fills when
 // it returns only its work) are captured once its work has completed.
-void endCollective(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
+[[gnu::noinline]] void endCollective(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
   std::vector<c10::IValue> results;
   for (const c10::IValue& v : fn.outputs()) {
     if (v.isTensor() || v.isTensorList() || v.isList()) results.push_back(v);
@@ -682,7 +673,16 @@ void endBackward(Session& s, OpContext& ctx) {
 // A forward op that is neither named (isNamed) nor watched by anything at
 // its start or end: nested in another op or in the engine's own work, with
 // no uninitialized storage pending (noteWrites), no random tape and no
-// override. Its only state is the thread's depth.
+// override. Most ops the observer sees are such (aten::linear's t and
+// addmm, a kernel's empty: about six in seven on the LM, a few thousand a
+// step), and they get no context and are not counted in the thread's
+// depth: what runs inside them is inside the op or engine scope that made
+// them unnamed, whose count says so. (A context of their own, even a flag
+// from a per-thread pool, cost each a few hundred instructions, four
+// thread-local lookups among them.) Only a top-level op adds uninitialized
+// storage, so none appears inside such an op on its own thread; one added
+// by another thread meanwhile makes the ops inside counted, which changes
+// no decision (they stay unnamed and not top-level).
 bool nestedOnly(Session& s, bool collective) {
   return !isNamed(s, threadState(), /*backward=*/false, collective) && s.overrides() == nullptr &&
          s.random() == nullptr && s.uninitialized().empty();
@@ -753,9 +753,8 @@ std::unique_ptr<at::ObserverContext> onStart(const at::RecordFunction& fn) {
   if (backward) {
     flushPending(*s);
   } else if (nestedOnly(*s, collective)) {
-    ++threadState().depth;
     beforeOp(*s, fn, /*collective=*/false);
-    return std::make_unique<NestedContext>();
+    return nullptr;
   }
   auto ctx = enter(*s, backward, collective);
   // First, before anything reads them: an in-place op's inputs as they are.
@@ -791,10 +790,6 @@ std::unique_ptr<at::ObserverContext> onStart(const at::RecordFunction& fn) {
 void onEnd(const at::RecordFunction& fn, at::ObserverContext* base) {
   if (base == nullptr) return;
   ThreadState& tls = threadState();
-  if (static_cast<ContextHead*>(base)->nested) {
-    --tls.depth;
-    return;
-  }
   auto* ctx = static_cast<OpContext*>(base);
   if (ctx->entered) --tls.depth;
   if (ctx->engine_scope) --tls.engine_depth;

@@ -187,6 +187,66 @@ TEST(RecordTest, DefaultOpRoundTrip) {
   expectSameOp(original, decodeOp(onlyBody(encoded, RecordKind::Op)));
 }
 
+// The encoder writes a record's fixed fields and each tensor's into room
+// reserved at once (FieldCursor): every field at its widest (10-byte
+// varints, 64 dimensions of INT64_MIN, long strings, a mapped delta) must
+// fit what it reserved, into a scratch buffer that starts empty, and read
+// back whole. (Writing past the room would corrupt the heap silently; this
+// is the record that would.)
+TEST(RecordTest, WidestFieldsFitTheRoomReservedForThem) {
+  OpRecord r;
+  r.index = UINT64_MAX;
+  r.name = std::string(1000, 'n');
+  r.op = std::string(300, 'o');
+  r.pass = Pass::Backward;
+  r.step = INT64_MIN;
+  r.op_number = UINT64_MAX;
+  r.depth = UINT32_MAX;
+  r.thread = UINT64_MAX;
+  r.stack_id = UINT64_MAX;
+  r.grad_fn = std::string(200, 'g');
+  r.forward_name = std::string(500, 'f');
+  r.sequence_nr = INT64_MIN;
+  r.start_ns = UINT64_MAX;
+  r.end_ns = UINT64_MAX - 1;
+  r.scalars = {{UINT32_MAX, std::string(400, 's')}};
+  for (int i = 0; i < 3; ++i) {
+    Tensor t;
+    t.role = Role::GradOut;
+    t.position = UINT32_MAX;
+    t.item = UINT32_MAX;
+    t.dtype = Dtype::Float32;
+    t.device = std::string(700, 'd');
+    t.shape.assign(64, INT64_MIN);
+    t.strides.assign(64, INT64_MAX);
+    t.has_stats = true;
+    t.stats = {-1e308, 1e308, 0.5, 1e300, UINT64_MAX, UINT64_MAX, UINT64_MAX};
+    t.has_data = true;
+    t.data = "abcd";
+    t.uninitialized = true;
+    t.content = UINT64_MAX;
+    t.delta_base = UINT64_MAX - 1;
+    t.delta_map = DeltaMap::Multiply;
+    t.delta_scalar = 0.9;
+    r.tensors.push_back(t);
+  }
+  r.has_overload = true;
+  r.overload = std::string(100, 'v');
+  std::string encoded, scratch;
+  encode(r, encoded, scratch);
+  const OpRecord back = decodeOp(onlyBody(encoded, RecordKind::Op));
+  expectSameOp(r, back);
+  ASSERT_EQ(back.tensors.size(), 3u);
+  EXPECT_EQ(back.tensors[2].content, UINT64_MAX);
+  EXPECT_EQ(back.tensors[2].delta_base, UINT64_MAX - 1);
+  EXPECT_EQ(back.tensors[2].delta_map, DeltaMap::Multiply);
+  EXPECT_EQ(back.overload, r.overload);
+  // The same record again through the scratch it grew: the same bytes.
+  std::string again;
+  encode(r, again, scratch);
+  EXPECT_EQ(again, encoded);
+}
+
 TEST(RecordTest, DataGoesAfterTheRecordInTensorOrder) {
   OpRecord original = sampleOp();
   std::string item;
@@ -446,6 +506,38 @@ TEST(BytesTest, MixedFieldsRoundTrip) {
   EXPECT_EQ(r.zigzag(), INT64_MIN);
   EXPECT_TRUE(r.done());
   EXPECT_THROW(r.u8(), FormatError);
+}
+
+// Fields written through a FieldCursor, into room reserved at once, are
+// the bytes ByteWriter writes field by field.
+TEST(BytesTest, FieldCursorWritesWhatByteWriterWrites) {
+  const auto fields = [](auto& w) {
+    for (uint64_t v : {uint64_t{0}, uint64_t{1}, uint64_t{127}, uint64_t{128}, uint64_t{300}, uint64_t{16383},
+                       uint64_t{16384}, uint64_t{1} << 63, UINT64_MAX}) {
+      w.varint(v);
+    }
+    for (int64_t v : {int64_t{0}, int64_t{-1}, int64_t{1}, int64_t{-64}, int64_t{64}, INT64_MIN, INT64_MAX}) {
+      w.zigzag(v);
+    }
+    w.str("device");
+    w.u8(7);
+    w.f64(-0.0);
+    w.u64(0x0102030405060708ULL);
+  };
+  std::string expected;
+  ByteWriter plain(expected);
+  fields(plain);
+  plain.finish();
+
+  std::string out = "ab";
+  ByteWriter w(out);
+  FieldCursor c{w.reserve(expected.size())};
+  fields(c);
+  w.commit(c.p);
+  EXPECT_EQ(w.size(), 2 + expected.size());
+  w.varint(5);  // the writer goes on after what the cursor wrote
+  w.finish();
+  EXPECT_EQ(out, "ab" + expected + "\x05");
 }
 
 TEST(BytesTest, ReaderRejectsOverlongAndShortInput) {
