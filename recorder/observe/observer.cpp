@@ -278,22 +278,14 @@ void noteWrites(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
   memory.sweepSometimes();
   c10::ArrayRef<const c10::IValue> inputs = fn.inputs();
   const OpWrites* writes = nullptr;  // looked up only when needed
-  // False once the op's schema turned out unknown: nothing more to learn.
-  auto note = [&](size_t i, const at::Tensor& t) {
-    if (!memory.contains(t)) return true;
-    if (writes == nullptr) writes = &opWrites(fn);
-    if (!writes->known) return false;
-    if (writes->writes(i)) ctx.writes.push_back(t);
-    return true;
-  };
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i].isTensor()) {
-      if (!note(i, inputs[i].toTensor())) return;
-    } else if (inputs[i].isList() && inputs[i].isTensorList()) {  // isList() inline, isTensorList() a call
-      for (const c10::IValue& t : inputs[i].toListRef()) {
-        if (!note(i, t.toTensor())) return;
-      }
-    }
+  bool known = true;  // false once the op's schema turned out unknown: nothing more to learn
+  for (size_t i = 0; i < inputs.size() && known; ++i) {
+    forEachTensor(inputs[i], [&](const at::Tensor& t) {
+      if (!known || !memory.contains(t)) return;
+      if (writes == nullptr) writes = &opWrites(fn);
+      known = writes->known;
+      if (known && writes->writes(i)) ctx.writes.push_back(t);
+    });
   }
 }
 
