@@ -26,10 +26,10 @@ class UninitializedMemory {
   bool empty() const { return size_.load(std::memory_order_relaxed) == 0; }
   // Called by each op that finds the map not empty: every kSweepEvery
   // calls, entries whose storage was freed unwritten are dropped, so that
-  // empty() turns true again. On torch 1.13 every record_function scope
-  // (the optimizer's zero_grad and step) makes its handle with a top-level
-  // empty and frees it unwritten: without this, every op of the LM looked
-  // its inputs up for the rest of the run.
+  // empty() turns true again: a program's buffer taken with torch.empty
+  // and dropped unwritten would otherwise make every later op look its
+  // inputs up for the rest of the run. (torch 1.13's record_function
+  // handles were such, until the observer saw their empty as nested.)
   void sweepSometimes();
   static constexpr uint32_t kSweepEvery = 64;
 

@@ -15,6 +15,7 @@
 #include "recorder/capture/content_store.h"
 #include "recorder/capture/device/stats_batch.h"
 #include "recorder/observe/op_writes.h"
+#include "recorder/per_thread.h"
 #include "recorder/write/data_buffer.h"
 
 namespace acc::recorder {
@@ -47,9 +48,9 @@ struct TensorHold {
   // A hold for a new record: one this thread let go of, emptied, with its
   // vectors' room, when it has one (ACC_REFERENCE makes one per op).
   static std::unique_ptr<TensorHold> take() {
-    Spares& s = spares();
-    if (s.n == 0) return std::make_unique<TensorHold>();
-    return std::unique_ptr<TensorHold>(s.held[--s.n]);
+    Spares* s = PerThread<Spares>::get();
+    if (s == nullptr || s->n == 0) return std::make_unique<TensorHold>();
+    return std::unique_ptr<TensorHold>(s->held[--s->n]);
   }
   // Lets go of its tensors (an op thread's work: the last reference to one
   // with a Python object takes the GIL) and keeps it for take().
@@ -62,25 +63,23 @@ struct TensorHold {
     h->overwritten_stats.clear();
     h->before.clear();
     h->storages.clear();
-    Spares& s = spares();
-    if (s.n < kSpares) s.held[s.n++] = h.release();
+    Spares* s = PerThread<Spares>::get();
+    if (s != nullptr && s->n < kSpares) s->held[s->n++] = h.release();
   }
 
  private:
-  // A plain array, without a destructor: a thread's last spares leak at its
-  // exit rather than be used after their destruction. As many as the watch
-  // holds ops awaiting their device check (Watch::kHeldOps): on a device
-  // a step's holds are let go together when its batch arrives, and each
-  // hold taken beyond the spares grows its vectors anew.
+  // As many as the watch holds ops awaiting their device check
+  // (Watch::kHeldOps): on a device a step's holds are let go together when
+  // its batch arrives, and each hold taken beyond the spares grows its
+  // vectors anew. On the heap (per_thread.h): 2 KB.
   static constexpr int kSpares = 256;
   struct Spares {
     TensorHold* held[kSpares];
-    int n;
+    int n = 0;
+    ~Spares() {
+      for (int i = 0; i < n; ++i) delete held[i];
+    }
   };
-  static Spares& spares() {
-    static thread_local Spares s{};
-    return s;
-  }
 };
 
 // Level 2, CPU: what an input that the op writes held at the op's start.
@@ -131,6 +130,11 @@ struct CapturedOp : format::OpRecord {
   // The batch of the thread that captured it (record_batch.h), whose
   // contents it may refer to; null: it refers only to queued ones.
   RecordBatch* batch = nullptr;
+  // The tensors of the op this record held before it was recycled
+  // (record_pool.h), not yet emptied: appendTensor hands them, with their
+  // buffers, to this record's next op one by one. Kept in the record, they
+  // are moved once between ops, not twice through the pool.
+  std::vector<format::Tensor> spare_tensors;
 
   bool inFlight() const { return !device_values.empty(); }
   // The bytes held apart for tensor i, or null.

@@ -24,6 +24,7 @@
 #include "recorder/capture/device/device_capture.h"
 #include "recorder/observe/emit_record.h"
 #include "recorder/ivalue_tensors.h"
+#include "recorder/per_thread.h"
 #include "recorder/python/module_paths.h"
 #include "recorder/observe/op_writes.h"
 #include "recorder/python/python_hooks.h"
@@ -73,6 +74,23 @@ bool isNotAnOp(const char* node) {
          std::strcmp(node, "torch::autograd::GraphRoot") == 0;
 }
 
+// torch 1.13's record_function() makes its handle inside the scope it has
+// just opened: an aten::empty of sizeof(at::RecordFunction) bytes
+// (cpp_custom_type_hack), the first op after the scope's start on its
+// thread (torch 2 returns an object instead). It is no op of the program:
+// not recorded, and its storage, which no op writes, is not tracked as
+// uninitialized, which made every op of the scope look its inputs up and
+// take a context, nested ones too (nestedOnly): the optimizer's zero_grad
+// and step are such scopes.
+bool isScopeHandle(const at::RecordFunction& fn) {
+  if (std::strcmp(fn.name(), "aten::empty") != 0) return false;
+  c10::ArrayRef<const c10::IValue> in = fn.inputs();
+  if (in.size() < 2 || !in[0].isList() || !in[1].isInt()) return false;
+  c10::ArrayRef<c10::IValue> size = in[0].toListRef();
+  return size.size() == 1 && size[0].isInt() && size[0].toInt() == static_cast<int64_t>(sizeof(at::RecordFunction)) &&
+         in[1].toInt() == static_cast<int64_t>(at::kByte);
+}
+
 uint64_t nowNs() {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                    std::chrono::system_clock::now().time_since_epoch())
@@ -84,6 +102,7 @@ void finishRecord(Session& s, std::unique_ptr<CapturedOp> record);
 struct ThreadState {
   int depth = 0;         // ops (and autograd nodes) entered on this thread
   int engine_depth = 0;  // autograd engine scopes entered
+  bool scope_started = false;  // a record_function() scope started; no op since (isScopeHandle)
   // A backward record waits here between its node's end and the node's post
   // hook, which adds the gradients the node produced.
   std::unique_ptr<CapturedOp> pending;
@@ -107,17 +126,11 @@ struct ThreadState {
     if (pending && s != nullptr) s->counts().capture_errors.fetch_add(1, std::memory_order_relaxed);
   }
 };
-// Reached through a plain pointer: a thread_local with a constructor is
-// reached through the compiler's TLS init wrapper at every use (a few
-// dozen times an op: 18,000 calls a step on the LM at level 0).
-thread_local ThreadState* t_state = nullptr;
-
-ThreadState& threadState() {
-  if (ThreadState* s = t_state) return *s;
-  thread_local ThreadState owned;
-  t_state = &owned;
-  return owned;
-}
+// This thread's state (per_thread.h). Callbacks check at their entry that
+// it still exists (threadStateIfAlive): a thread whose exit destroyed it
+// is not observed any more, and everything they call may then read it.
+ThreadState* threadStateIfAlive() { return PerThread<ThreadState>::get(); }
+ThreadState& threadState() { return *PerThread<ThreadState>::get(); }
 
 struct OpContext : at::ObserverContext {
   // One per op: its memory is reused (RecordFunction frees it through the
@@ -346,8 +359,9 @@ class GradOutHook : public compat::PostHook {
   compat::VariableList operator()(const compat::VariableList& outputs,
                                   const compat::VariableList& /*grad_outputs*/) override {
     Session* s = Session::active();
-    if (s == nullptr) return outputs;
-    ThreadState& tls = threadState();
+    ThreadState* state = threadStateIfAlive();
+    if (s == nullptr || state == nullptr) return outputs;
+    ThreadState& tls = *state;
     if (!tls.pending || tls.pending_seq != seq_) return outputs;
     // The gradients as IValues, in this thread's buffer (one allocation
     // per node before), emptied after so that it holds no tensor.
@@ -697,11 +711,12 @@ void beforeOp(Session& s, const at::RecordFunction& fn, bool collective) {
 
 std::unique_ptr<at::ObserverContext> onStart(const at::RecordFunction& fn) {
   Session* s = Session::active();
-  if (s == nullptr) return nullptr;
+  if (s == nullptr || threadStateIfAlive() == nullptr) return nullptr;
   PythonHooks::instance().tryInstall(s->config().quiet);
   const at::RecordScope scope = fn.scope();
   const char* name = fn.name();
   if (scope == at::RecordScope::USER_SCOPE) {
+    threadState().scope_started = true;
     if (std::strncmp(name, "Optimizer.step#", 15) != 0) return nullptr;
     auto ctx = std::make_unique<OpContext>();
     ctx->optimizer_step = true;
@@ -723,6 +738,10 @@ std::unique_ptr<at::ObserverContext> onStart(const at::RecordFunction& fn) {
   }
   if (scope != at::RecordScope::FUNCTION && scope != at::RecordScope::BACKWARD_FUNCTION) {
     return nullptr;
+  }
+  if (ThreadState& tls = threadState(); tls.scope_started) {
+    tls.scope_started = false;
+    if (isScopeHandle(fn)) return nullptr;
   }
   if (!isAtenOp(name)) {
     if (isProfilerEvent(name)) return nullptr;
@@ -781,7 +800,9 @@ std::unique_ptr<at::ObserverContext> onStart(const at::RecordFunction& fn) {
 
 void onEnd(const at::RecordFunction& fn, at::ObserverContext* base) {
   if (base == nullptr) return;
-  ThreadState& tls = threadState();
+  ThreadState* state = threadStateIfAlive();
+  if (state == nullptr) return;
+  ThreadState& tls = *state;
   auto* ctx = static_cast<OpContext*>(base);
   if (ctx->entered) --tls.depth;
   if (ctx->engine_scope) --tls.engine_depth;

@@ -11,6 +11,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "recorder/per_thread.h"
+
 namespace acc::recorder {
 namespace {
 
@@ -50,14 +52,18 @@ const OpWrites& opWrites(const at::RecordFunction& fn) {
   // every op asks (StatsBatch::beforeOp), and the map's lock and hash cost
   // several times what a hit here does. Keyed by the address as the map is
   // (overloads may share a name), the name checked as the map checks it;
-  // entries are never freed.
+  // entries are never freed. On the heap (per_thread.h): 1 KB.
   constexpr size_t kRecent = 64;
   struct Recent {
     const char* key = nullptr;
     const Entry* entry = nullptr;
   };
-  thread_local Recent recent[kRecent];
-  Recent& mine = recent[(reinterpret_cast<uintptr_t>(name) >> 3) % kRecent];
+  struct RecentTable {
+    Recent slots[kRecent];
+  };
+  RecentTable* recent = PerThread<RecentTable>::get();
+  Recent spare;  // a thread at its exit: no table
+  Recent& mine = recent != nullptr ? recent->slots[(reinterpret_cast<uintptr_t>(name) >> 3) % kRecent] : spare;
   if (mine.key == name && std::strcmp(mine.entry->name.c_str(), name) == 0) return mine.entry->writes;
   Cache& c = cache();
   {

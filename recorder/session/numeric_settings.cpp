@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "recorder/per_thread.h"
 #include "recorder/torch_compat.h"
 
 namespace acc::recorder {
@@ -111,22 +112,30 @@ std::string NumericSettings::noteAutocast() {
     state = state * 31 + (dtype ? static_cast<uint64_t>(*dtype) + 1 : 0);
     on.emplace_back(key, dtype);
   }
-  // The state's text, kept per thread in a plain buffer (no destructor: ops
-  // may still run while the thread's objects are torn down at exit).
-  thread_local uint64_t last = 0;
-  thread_local char text[128];
-  if (state != last) {
-    last = state;
-    std::string joined;
+  // The state's text, kept per thread (per_thread.h): built again only when
+  // the state changes, and at every op of a thread whose exit began.
+  struct Noted {
+    bool known = false;
+    uint64_t last = 0;
+    std::string text;
+  };
+  Noted* noted = PerThread<Noted>::get();
+  if (noted != nullptr && noted->known && noted->last == state) return noted->text;
+  std::string joined;
+  {
     std::lock_guard<std::mutex> lock(mutex_);
     for (const auto& [key, dtype] : on) {
       const std::string one = autocastDevice(key) + (dtype ? ":" + dtypeName(*dtype) : "");
       autocast_.insert(one);
       joined += (joined.empty() ? "" : ",") + one;
     }
-    std::snprintf(text, sizeof text, "%s", joined.c_str());
   }
-  return text;
+  if (noted != nullptr) {
+    noted->known = true;
+    noted->last = state;
+    noted->text = joined;
+  }
+  return joined;
 }
 
 nlohmann::json NumericSettings::toJson() const {

@@ -18,6 +18,7 @@
 
 #include "format/record.h"
 #include "recorder/session/manifest.h"
+#include "recorder/per_thread.h"
 #include "recorder/observe/observer.h"
 #include "recorder/python/python_api.h"
 #include "recorder/reference/reference_verdict.h"
@@ -325,6 +326,7 @@ void Session::writeManifest(const char* status, bool last) {
       {"data_buffers", dataBuffersJson()},
       {"direct_io", w.direct_io},
       {"io_error", writer_->ioError()},
+      {"thread_locals", threadLocalsPlace()},
   };
   if (const int sig = signal_.number.load()) {
     m["signal"] = {{"number", sig},

@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "recorder/per_thread.h"
+
 namespace acc::recorder::record_pool {
 namespace {
 
@@ -19,7 +21,7 @@ constexpr size_t kMaxBlocks = 32;
 
 struct Pool {
   std::vector<std::unique_ptr<CapturedOp>> records;
-  std::vector<format::Tensor> tensors;  // cleared, buffers kept
+  std::vector<format::Tensor> tensors;  // with their buffers, emptied when handed out
   size_t block_size = 0;                // the one size blocks are kept for
   std::vector<void*> blocks;
   std::vector<ContentStore::Pending> contents;  // contentsBuffer()
@@ -48,26 +50,13 @@ Depot& depot() {
   return *d;
 }
 
-// This thread's pool: null before its first use and after its destruction
-// (thread exit), when what is handed back is freed. A plain pointer, so
-// that the per-op path reads one thread-local variable without the
-// initialisation check a thread_local object costs at every access.
-thread_local Pool* t_pool = nullptr;
-thread_local bool t_gone = false;
-
 Pool::~Pool() {
-  t_pool = nullptr;
-  t_gone = true;
   for (void* b : blocks) ::operator delete(b);
 }
 
-Pool* pool() {
-  Pool* p = t_pool;
-  if (p != nullptr || t_gone) return p;
-  thread_local Pool owned;
-  t_pool = &owned;
-  return t_pool;
-}
+// This thread's pool: null once the thread's exit destroyed it, when what
+// is handed back is freed.
+Pool* pool() { return PerThread<Pool>::get(); }
 
 // `t` emptied as a default Tensor, field by field: its strings and vectors
 // keep their buffers (a new field of format::Tensor must be reset here: the
@@ -106,15 +95,24 @@ void clearTensor(format::Tensor& t) {
 }
 
 // `r` emptied as a default CapturedOp, keeping its buffers (field by field,
-// as clearTensor); its tensors' buffers go to `shells`.
+// as clearTensor). Its tensors become its spares as they are (one swap:
+// appendTensor empties each as it hands it out); spares its last op left
+// unused go to `shells`.
 void clearRecord(CapturedOp& r, std::vector<format::Tensor>& shells) {
 #if defined(__GLIBCXX__) && __SIZEOF_POINTER__ == 8 && _GLIBCXX_USE_CXX11_ABI
   static_assert(sizeof(format::OpRecord) == 376, "format::OpRecord changed: reset its new fields in clearRecord");
 #endif
-  for (format::Tensor& t : r.tensors) {
+  for (format::Tensor& t : r.spare_tensors) {
     if (shells.size() >= kMaxTensors) break;
-    clearTensor(t);
     shells.push_back(std::move(t));
+  }
+  r.spare_tensors.clear();
+  if (r.tensors.size() <= kMaxTensors) {
+    // Level 2's bytes, where large, are not kept for a later op.
+    for (format::Tensor& t : r.tensors) {
+      if (t.data.capacity() > kMaxKeptData) std::string().swap(t.data);
+    }
+    r.tensors.swap(r.spare_tensors);
   }
   r.tensors.clear();
   r.scalars.clear();
@@ -210,14 +208,18 @@ std::vector<ContentStore::Pending>* contentsBuffer() {
 }
 
 format::Tensor& appendTensor(CapturedOp& record) {
-  Pool* p = pool();
-  if (p != nullptr && p->tensors.empty()) refill(*p);
-  if (p != nullptr && !p->tensors.empty()) {
-    record.tensors.push_back(std::move(p->tensors.back()));
-    p->tensors.pop_back();
-    return record.tensors.back();
+  std::vector<format::Tensor>* from = &record.spare_tensors;
+  if (from->empty()) {
+    Pool* p = pool();
+    if (p == nullptr) return record.tensors.emplace_back();
+    if (p->tensors.empty()) refill(*p);
+    if (p->tensors.empty()) return record.tensors.emplace_back();
+    from = &p->tensors;
   }
-  return record.tensors.emplace_back();
+  record.tensors.push_back(std::move(from->back()));
+  from->pop_back();
+  clearTensor(record.tensors.back());
+  return record.tensors.back();
 }
 
 void* takeBlock(size_t size) {

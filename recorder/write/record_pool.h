@@ -30,8 +30,10 @@ void recycle(std::unique_ptr<CapturedOp> record);
 // kept from record to record. Null once the thread's pool is gone.
 std::vector<ContentStore::Pending>* contentsBuffer();
 
-// Appends an empty tensor to `record`, with the shape and stride buffers
-// of a recycled one where there is one.
+// Appends an empty tensor to `record`, with the buffers (shape, strides,
+// device name) of a recycled one where there is one: first the record's
+// own spares (the tensors of its last op, kept in it by recycle()), then
+// the thread's pool.
 format::Tensor& appendTensor(CapturedOp& record);
 
 // Memory for small per-op objects of one size (the observer's context):

@@ -251,6 +251,19 @@ TEST(Recording, Level2DataEqualsTheTensorsTheProgramComputed) {
   EXPECT_EQ(recordedMlp({}).rec.manifest["direct_io"], false);
 }
 
+// The recorder's thread-locals fit the static TLS glibc keeps for late
+// modules (recorder/per_thread.h): each access a load, not a call. A
+// thread_local of a few hundred bytes more in libacc_core.so, or a build
+// without TLS descriptors, makes this "dynamic".
+TEST(Recording, ThreadLocalsInStaticTls) {
+  const auto& m = recordedMlp({});
+#if defined(__x86_64__) || defined(__aarch64__)
+  EXPECT_EQ(m.rec.manifest["thread_locals"], "static") << m.rec.manifest.dump();
+#else
+  EXPECT_EQ(m.rec.manifest["thread_locals"], "unknown") << m.rec.manifest.dump();
+#endif
+}
+
 TEST(Recording, InPlaceOpInputsAreCapturedBeforeTheOpWritesThem) {
   const auto& m = recordedMlp({{"ACC_LEVEL", "2"}});
   // SGD updates parameters with add_: its input 0 is the old parameter.

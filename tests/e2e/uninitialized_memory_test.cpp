@@ -61,6 +61,24 @@ TEST(UninitializedMemory, FlaggedUntilWrittenThenRecorded) {
   expectValues(rec, "aten::zeros.10.fwd", Role::Output, 0);
 }
 
+// record_function()'s handle (torch 1.13: an empty tensor made inside the
+// profiler's op) is nested in that op: not a record, and not tracked, so
+// the ops in the scope are not slowed by lookups for it.
+TEST(UninitializedMemory, RecordFunctionHandlesAreNotOps) {
+  TempDir work;
+  RunResult r = recordPython(testScript("record_function_scope.py"), work / "rec", {});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Recording rec = readRank(work / "rec/rank0");
+  const format::OpRecord* mul = nullptr;  // the scope's op
+  for (const format::OpRecord& op : rec.records) {
+    EXPECT_NE(op.op, "aten::empty") << op.name;
+    if (op.op == "aten::mul") mul = &op;
+  }
+  ASSERT_NE(mul, nullptr) << ::testing::PrintToString(rec.names());
+  ASSERT_FALSE(mul->tensors.empty());
+  EXPECT_TRUE(mul->tensors[0].has_stats && !mul->tensors[0].uninitialized) << mul->name;
+}
+
 TEST(UninitializedMemory, TwoRunsCompareEqualAndSayWhy) {
   TempDir work;
   for (const char* run : {"a", "b"}) {

@@ -92,14 +92,22 @@ TEST(RecordPool, ARecycledRecordIsANewOne) {
     fill(*r, i);
     record_pool::recycle(std::move(r));
   }
-  // A recycled tensor is a default one too.
-  CapturedOp r;
-  format::Tensor& t = record_pool::appendTensor(r);
+  // A recycled tensor is a default one too: one of the record's own
+  // spares (its last op's tensors, kept in it)...
   format::OpRecord expected;
   expected.tensors.emplace_back();
-  r.tensors.back().position = 0;
-  EXPECT_EQ(encoded(r), encoded(expected));
-  EXPECT_GE(t.shape.capacity(), 6u) << "the tensor did not come from the pool";
+  std::unique_ptr<CapturedOp> r = record_pool::take();
+  format::Tensor& t = record_pool::appendTensor(*r);
+  EXPECT_EQ(encoded(*r), encoded(expected));
+  EXPECT_GE(t.shape.capacity(), 6u) << "the tensor is not one of the record's spares";
+  EXPECT_EQ(r->spare_tensors.size(), 1u);
+  // ...or one of the pool's, where an op left spares unused (here the one
+  // above: it took one of two).
+  record_pool::recycle(std::move(r));
+  CapturedOp other;
+  format::Tensor& u = record_pool::appendTensor(other);
+  EXPECT_EQ(encoded(other), encoded(expected));
+  EXPECT_GE(u.shape.capacity(), 6u) << "the tensor did not come from the pool";
 }
 
 TEST(RecordPool, TheWarmPathAllocatesNothing) {

@@ -16,7 +16,7 @@ constexpr int kSweepEvery = static_cast<int>(UninitializedMemory::kSweepEvery);
 TEST(UninitializedMemoryMap, AStorageFreedUnwrittenLeavesTheMapWithinASweep) {
   UninitializedMemory memory;
   {
-    at::Tensor handle = at::empty({288}, at::kByte);  // torch 1.13's record_function handle
+    at::Tensor handle = at::empty({288}, at::kByte);  // a buffer dropped unwritten
     memory.add(handle);
     EXPECT_FALSE(memory.empty());
     EXPECT_TRUE(memory.contains(handle));

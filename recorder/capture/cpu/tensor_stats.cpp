@@ -1,6 +1,7 @@
 #include "recorder/capture/cpu/tensor_stats.h"
 
 #include "recorder/capture/capture_guard.h"
+#include "recorder/per_thread.h"
 
 #include <algorithm>
 #include <cmath>
@@ -202,15 +203,21 @@ std::optional<format::Stats> elementStats(double value, at::ScalarType dtype) {
     std::optional<format::Stats> stats;
   };
   constexpr size_t kEntries = 8;
-  thread_local Entry entries[kEntries];
-  thread_local size_t next = 0;
+  struct Recent {  // on the heap (per_thread.h): 640 bytes
+    Entry entries[kEntries];
+    size_t next = 0;
+  };
+  Recent* recent = PerThread<Recent>::get();
+  Entry spare;  // a thread at its exit: nothing kept
   uint64_t bits = 0;
   std::memcpy(&bits, &value, sizeof bits);
-  for (const Entry& e : entries) {
-    if (e.dtype == dtype && e.bits == bits) return e.stats;
+  if (recent != nullptr) {
+    for (const Entry& e : recent->entries) {
+      if (e.dtype == dtype && e.bits == bits) return e.stats;
+    }
   }
-  Entry& e = entries[next];
-  next = (next + 1) % kEntries;
+  Entry& e = recent != nullptr ? recent->entries[recent->next] : spare;
+  if (recent != nullptr) recent->next = (recent->next + 1) % kEntries;
   e.bits = bits;
   e.dtype = dtype;
   e.stats.reset();
