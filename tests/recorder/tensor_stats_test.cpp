@@ -437,6 +437,30 @@ TEST_F(TensorStatsTest, StridedViewsGiveExactlyTheirContiguousCopysStatistics) {
   EXPECT_FALSE(statsReadInPlace(at::zeros({4, 4}, at::kComplexFloat)));
 }
 
+// float32's vector pass counts NaNs and infinities only when its sum says
+// there are some, scanning again from the start (recorder/capture/cpu/
+// fused_pass.cpp): the second scan of a strided view must start from its
+// first element, and one non-finite element anywhere (the vector steps or
+// the tail, the first buffer or the last) must be counted.
+TEST_F(TensorStatsTest, NonFiniteElementsAreCountedWhereverTheyLie) {
+  for (int64_t at_index : {int64_t{0}, int64_t{7}, int64_t{1500}, int64_t{180 * 182 - 1}}) {
+    for (double bad : {kNaN, kInf, -kInf}) {
+      SCOPED_TRACE(std::to_string(at_index) + " " + std::to_string(bad));
+      at::Tensor t = at::randn({180, 182});
+      t.view({-1})[at_index].fill_(bad);
+      for (const at::Tensor& v : {t, t.t(), t.slice(1, 0, 182, 3)}) {
+        const bool holds = at::isnan(v).any().item<bool>() || at::isinf(v).any().item<bool>();
+        Stats s = tensorStatsFused(v);
+        EXPECT_EQ(s.nan_count, at::isnan(v).sum().item<int64_t>());
+        EXPECT_EQ(s.inf_count, at::isinf(v).sum().item<int64_t>());
+        EXPECT_EQ(s.nan_count + s.inf_count, holds ? 1u : 0u);
+        EXPECT_EQ(passBits(v), passBits(v.contiguous()));
+        EXPECT_EQ(s.checksum, referenceChecksum(v));
+      }
+    }
+  }
+}
+
 TEST_F(TensorStatsTest, TensorStatsDispatchesCpuToFused) {
   at::Tensor t = randomFloat(at::kFloat);
   Stats a = tensorStats(t);

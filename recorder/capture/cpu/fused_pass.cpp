@@ -1,6 +1,7 @@
 // The fused pass: every statistic of a CPU tensor (min, max, sum, sum of
 // squares, NaN and Inf counts, checksum) in one read of its memory, where
-// it lies. Contiguous tensors are read straight (large ones in chunks on
+// it lies (float32's vector pass reads it again where it holds a NaN or an
+// infinity). Contiguous tensors are read straight (large ones in chunks on
 // the stats pool); strided views of up to kStridedLimit elements (a
 // transposed weight, a head of attention) through a small buffer, in
 // row-major order, with no copy made by an op; larger views are copied by
@@ -122,6 +123,7 @@ struct Piece {
     count = n;
     return true;
   }
+  void rewind() { done = false; }
 };
 
 // A strided view's elements in row-major order, kBlock at a time.
@@ -133,7 +135,8 @@ class StridedReader {
         sizes_(t.sizes().begin(), t.sizes().end()),
         strides_(t.strides().begin(), t.strides().end()),
         index_(sizes_.size(), 0),
-        left_(t.numel()) {}
+        numel_(t.numel()),
+        left_(numel_) {}
 
   bool next(const T*& p, int64_t& count) {
     if (left_ == 0) return false;
@@ -142,6 +145,11 @@ class StridedReader {
     left_ -= count;
     p = buffer_;
     return true;
+  }
+  void rewind() {
+    std::fill(index_.begin(), index_.end(), 0);
+    offset_ = 0;
+    left_ = numel_;
   }
 
  private:
@@ -189,6 +197,7 @@ class StridedReader {
   const T* base_;
   c10::SmallVector<int64_t, 6> sizes_, strides_, index_;
   int64_t offset_ = 0;
+  int64_t numel_;
   int64_t left_;
   T buffer_[kBlock];
 };
@@ -220,8 +229,14 @@ __attribute__((target("avx2"))) inline uint64_t laneSum32(__m256i v) {
 // (_mm256_mul_epi32 sign-extends the element's bits as the checksum does);
 // beyond, the elements are widened first and multiplied in two halves.
 // The NaN and Inf counts add up in 32-bit lanes (up to 2^34 elements).
-template <bool kWide, typename Source>
-__attribute__((target("avx2,fma"))) void scanFloatAvx2(Source& source, int64_t first, Partial& out) {
+// Without kCount they are not counted: a scan of finite elements (almost
+// every tensor) does not need them, and they are five of the loop's two
+// dozen instructions. Its sum tells: a sum in float64 of float32 values
+// cannot overflow, so it is finite exactly when every element is. Where it
+// is not, the scan returns false having written nothing, and the caller
+// rewinds the source and scans again with kCount.
+template <bool kWide, bool kCount, typename Source>
+__attribute__((target("avx2,fma"))) bool scanFloatAvx2(Source& source, int64_t first, Partial& out) {
   const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
   const __m256 inf = _mm256_set1_ps(std::numeric_limits<float>::infinity());
   __m256 mn = inf, mx = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
@@ -242,8 +257,10 @@ __attribute__((target("avx2,fma"))) void scanFloatAvx2(Source& source, int64_t f
     int64_t k = 0;
     for (; k + 8 <= n; k += 8) {
       __m256 v = _mm256_loadu_ps(data + k);
-      nans = _mm256_sub_epi32(nans, _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
-      infs = _mm256_sub_epi32(infs, _mm256_castps_si256(_mm256_cmp_ps(_mm256_and_ps(v, abs_mask), inf, _CMP_EQ_OQ)));
+      if constexpr (kCount) {
+        nans = _mm256_sub_epi32(nans, _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
+        infs = _mm256_sub_epi32(infs, _mm256_castps_si256(_mm256_cmp_ps(_mm256_and_ps(v, abs_mask), inf, _CMP_EQ_OQ)));
+      }
       mn = _mm256_min_ps(v, mn);  // a NaN in v keeps mn: NaNs are counted instead
       mx = _mm256_max_ps(v, mx);
       __m256d d0 = _mm256_cvtps_pd(_mm256_castps256_ps128(v));
@@ -276,19 +293,32 @@ __attribute__((target("avx2,fma"))) void scanFloatAvx2(Source& source, int64_t f
   _mm256_store_pd(squares, _mm256_add_pd(sq0, sq1));
   _mm256_store_si256(reinterpret_cast<__m256i*>(checks), checksum);
   Partial vec;
-  for (int l = 0; l < 8; ++l) {
-    vec.min = std::min(vec.min, static_cast<double>(mins[l]));
-    vec.max = std::max(vec.max, static_cast<double>(maxs[l]));
-  }
   for (int l = 0; l < 4; ++l) {
     vec.sum += sums[l];
     vec.sumsq += squares[l];
     vec.checksum += checks[l];
   }
-  vec.nan = laneSum32(nans);
-  vec.inf = laneSum32(infs);
+  if (!kCount && !std::isfinite(vec.sum)) return false;
+  for (int l = 0; l < 8; ++l) {
+    vec.min = std::min(vec.min, static_cast<double>(mins[l]));
+    vec.max = std::max(vec.max, static_cast<double>(maxs[l]));
+  }
+  if constexpr (kCount) {
+    vec.nan = laneSum32(nans);
+    vec.inf = laneSum32(infs);
+  }
   out.merge(vec);
   tail.finish(out);
+  return true;
+}
+
+// The vector scan, again with the counts where its elements are not all
+// finite (the source rewound to its start).
+template <bool kWide, typename Source>
+void scanFloatAvx2Counted(Source& source, int64_t first, Partial& out) {
+  if (scanFloatAvx2<kWide, false>(source, first, out)) return;
+  source.rewind();
+  scanFloatAvx2<kWide, true>(source, first, out);
 }
 #endif
 
@@ -298,8 +328,8 @@ void scanPieces(Source& source, int64_t first, int64_t end, Partial& out) {
 #if defined(__x86_64__)
   if constexpr (std::is_same_v<T, float>) {
     if (hasAvx2()) {
-      if (end <= (int64_t{1} << 30)) return scanFloatAvx2<false>(source, first, out);
-      if (end < (int64_t{1} << 31)) return scanFloatAvx2<true>(source, first, out);
+      if (end <= (int64_t{1} << 30)) return scanFloatAvx2Counted<false>(source, first, out);
+      if (end < (int64_t{1} << 31)) return scanFloatAvx2Counted<true>(source, first, out);
     }
   }
 #endif
