@@ -13,8 +13,8 @@ const char* threadLocalsPlace() {
   // the thread pointer: below it on x86_64, above it (after the thread
   // control block) on aarch64. A dynamic block is one glibc allocated with
   // malloc at the thread's first access, in the heap or an arena, far from
-  // the thread pointer (a thread's stack, or the main thread's early
-  // allocation).
+  // the thread pointer (which lies at the top of a thread's stack mapping,
+  // or in the main thread's early allocation by the dynamic loader).
   const auto tp = reinterpret_cast<uintptr_t>(__builtin_thread_pointer());
   const auto p = reinterpret_cast<uintptr_t>(&t_probe);
   constexpr uintptr_t kStaticSpan = 64 * 1024;

@@ -711,12 +711,14 @@ void beforeOp(Session& s, const at::RecordFunction& fn, bool collective) {
 
 std::unique_ptr<at::ObserverContext> onStart(const at::RecordFunction& fn) {
   Session* s = Session::active();
-  if (s == nullptr || threadStateIfAlive() == nullptr) return nullptr;
+  ThreadState* state = threadStateIfAlive();
+  if (s == nullptr || state == nullptr) return nullptr;
+  ThreadState& tls = *state;
   PythonHooks::instance().tryInstall(s->config().quiet);
   const at::RecordScope scope = fn.scope();
   const char* name = fn.name();
   if (scope == at::RecordScope::USER_SCOPE) {
-    threadState().scope_started = true;
+    tls.scope_started = true;
     if (std::strncmp(name, "Optimizer.step#", 15) != 0) return nullptr;
     auto ctx = std::make_unique<OpContext>();
     ctx->optimizer_step = true;
@@ -739,7 +741,7 @@ std::unique_ptr<at::ObserverContext> onStart(const at::RecordFunction& fn) {
   if (scope != at::RecordScope::FUNCTION && scope != at::RecordScope::BACKWARD_FUNCTION) {
     return nullptr;
   }
-  if (ThreadState& tls = threadState(); tls.scope_started) {
+  if (tls.scope_started) {
     tls.scope_started = false;
     if (isScopeHandle(fn)) return nullptr;
   }
@@ -755,7 +757,7 @@ std::unique_ptr<at::ObserverContext> onStart(const at::RecordFunction& fn) {
     if (isEngineScope(name)) {
       auto ctx = std::make_unique<OpContext>();
       ctx->engine_scope = true;
-      ++threadState().engine_depth;
+      ++tls.engine_depth;
       return ctx;
     }
   }
@@ -777,7 +779,7 @@ std::unique_ptr<at::ObserverContext> onStart(const at::RecordFunction& fn) {
       noteVersions(*s, fn, *ctx);
     }
     if (tape != nullptr) {
-      if (threadState().depth == 1) RandomTape::outerStarted(name);
+      if (tls.depth == 1) RandomTape::outerStarted(name);
       if (!backward) ctx->random = tape->started(fn);
     }
   } catch (...) {
@@ -787,7 +789,7 @@ std::unique_ptr<at::ObserverContext> onStart(const at::RecordFunction& fn) {
     try {
       if (backward) startBackward(*s, fn, *ctx);
       else startForward(*s, fn, *ctx);
-      if (tape != nullptr && !backward && threadState().depth == 1) RandomTape::outerNumbered(ctx->number);
+      if (tape != nullptr && !backward && tls.depth == 1) RandomTape::outerNumbered(ctx->number);
     } catch (...) {
       // acc must never fail the op it observes.
       s->counts().capture_errors.fetch_add(1, std::memory_order_relaxed);

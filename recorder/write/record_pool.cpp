@@ -58,6 +58,11 @@ Pool::~Pool() {
 // is handed back is freed.
 Pool* pool() { return PerThread<Pool>::get(); }
 
+// Level 2's bytes, where large, are not kept for a later op.
+void releaseLargeData(format::Tensor& t) {
+  if (t.data.capacity() > kMaxKeptData) std::string().swap(t.data);
+}
+
 // `t` emptied as a default Tensor, field by field: its strings and vectors
 // keep their buffers (a new field of format::Tensor must be reset here: the
 // size check below fails until it is; it knows the sizes of libstdc++'s
@@ -82,11 +87,8 @@ void clearTensor(format::Tensor& t) {
   t.data_offset = 0;
   t.data_in_stream = false;
   t.data_apart = false;
-  if (t.data.capacity() > kMaxKeptData) {
-    std::string().swap(t.data);
-  } else {
-    t.data.clear();
-  }
+  releaseLargeData(t);
+  t.data.clear();
   t.content = 0;
   t.content_ref = false;
   t.delta_base = 0;
@@ -108,10 +110,7 @@ void clearRecord(CapturedOp& r, std::vector<format::Tensor>& shells) {
   }
   r.spare_tensors.clear();
   if (r.tensors.size() <= kMaxTensors) {
-    // Level 2's bytes, where large, are not kept for a later op.
-    for (format::Tensor& t : r.tensors) {
-      if (t.data.capacity() > kMaxKeptData) std::string().swap(t.data);
-    }
+    for (format::Tensor& t : r.tensors) releaseLargeData(t);
     r.tensors.swap(r.spare_tensors);
   }
   r.tensors.clear();
