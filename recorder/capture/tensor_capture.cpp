@@ -12,6 +12,7 @@
 #include "recorder/write/record_pool.h"
 #include "recorder/capture/cpu/tensor_stats.h"
 #include "recorder/dtypes.h"
+#include "recorder/per_thread.h"
 #include "recorder/torch_compat.h"
 
 namespace acc::recorder {
@@ -19,14 +20,30 @@ namespace {
 
 // A device's name as records spell it ("cpu", "cuda:0"). The CPU's is copied
 // from one string made once and never destroyed (ops may still be recorded
-// while the process exits): Device::str() built a new one for every tensor.
+// while the process exits); another device's is kept per thread with the
+// device it names (a model's tensors are on one device or two).
+// Device::str() built either anew for every tensor.
+struct LastDevice {
+  c10::Device device{c10::kCPU};
+  std::string name;
+};
+
 void assignDeviceName(std::string& out, c10::Device d) {
   static const std::string* const cpu = new std::string(c10::Device(c10::kCPU).str());
   if (d.is_cpu() && !d.has_index()) {
     out = *cpu;
-  } else {
-    out = d.str();
+    return;
   }
+  LastDevice* last = PerThread<LastDevice>::get();
+  if (last == nullptr) {  // the thread is exiting
+    out = d.str();
+    return;
+  }
+  if (last->name.empty() || last->device != d) {
+    last->device = d;
+    last->name = d.str();
+  }
+  out = last->name;
 }
 
 // The paths a record at level 0 or 1 without number arguments never takes
@@ -343,8 +360,11 @@ bool readable(const at::Tensor& t) {
   // Tensors without memory of their own: torch.compile's fake tensors and
   // other Python subclasses (while it traces a model, the dispatcher shows
   // their ops too), and functionalization's wrappers.
-  if (t.unsafeGetTensorImpl()->is_python_dispatch() || !t.has_storage()) return false;
-  return t.numel() == 0 || t.storage().data() != nullptr;
+  const c10::TensorImpl& impl = *t.unsafeGetTensorImpl();
+  if (impl.is_python_dispatch() || !t.has_storage()) return false;
+  // The storage read where it lies: storage() copies its handle (two atomic
+  // updates of its count).
+  return t.numel() == 0 || impl.unsafe_storage().data() != nullptr;
 }
 
 format::Tensor captureTensor(const at::Tensor& t, format::Role role, uint32_t position,
@@ -375,9 +395,10 @@ void captureTensorInto(format::Tensor& out, const at::Tensor& t, format::Role ro
   bool strided = t.layout() == at::kStrided;
   if (strided) out.strides.assign(t.strides().begin(), t.strides().end());
   // Sparse, quantized and unknown element types keep their metadata only;
-  // device tensors get their values from captureOnDevice().
-  const bool here = t.device().is_cpu() && readable(t);
-  if (level >= 1 && here) {
+  // device tensors get their values from captureOnDevice(). (Not asked at
+  // level 0, where every tensor keeps only its metadata.)
+  const bool here = level >= 1 && t.device().is_cpu() && readable(t);
+  if (here) {
     out.stats = tensorStats(t);
     out.has_stats = true;
   }
@@ -415,7 +436,17 @@ void captureValue(const c10::IValue& value, format::Role role, uint32_t position
     // A content an earlier record (or tensor) holds: metadata and its id.
     format::Tensor& out = record_pool::appendTensor(record);
     const int own = content.ref ? 0 : level;
-    captureTensorInto(out, t, role, position, item, std::min(own, 1));
+    // An output its op filled with one value (zero_grad's zero_ on torch
+    // 1.13, ones_like): statistics known without reading it, as on a device.
+    std::optional<format::Stats> known;
+    if (own >= 1 && values && capture.constant) {
+      known = constantStats(*capture.constant, t.scalar_type(), statsElements(t));
+    }
+    captureTensorInto(out, t, role, position, item, known ? 0 : std::min(own, 1));
+    if (known) {
+      out.stats = *known;
+      out.has_stats = true;
+    }
     // Level 2 on the CPU: an in-place op's output recorded as a delta on
     // what the same tensor held at the op's start (format v8).
     const bool delta_output = own >= 2 && values && content.id != 0 && t.device().is_cpu() &&
@@ -439,12 +470,6 @@ void captureValue(const c10::IValue& value, format::Role role, uint32_t position
       out.has_stats = true;
       out.has_data = level >= 2;
     } else if (values && !t.device().is_cpu()) {
-      std::optional<format::Stats> known;
-      if (capture.constant) known = constantStats(*capture.constant, t.scalar_type(), statsElements(out));
-      if (known) {
-        out.stats = *known;
-        out.has_stats = true;
-      }
       if (!known || level >= 2) captureOnDevice(t, level, record.tensors.size() - 1, record, capture.batch, !known);
     }
     if (capture.devices) capture.devices(record.tensors.back().device);

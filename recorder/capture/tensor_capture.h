@@ -5,9 +5,9 @@
 
 #include <ATen/ATen.h>
 #include <ATen/core/ivalue.h>
+#include <c10/util/FunctionRef.h>
 
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <string_view>
 
@@ -21,13 +21,16 @@ namespace acc::recorder {
 // How to capture the tensors of one op's arguments or results.
 struct Capture {
   int level = 0;
-  std::function<void(const std::string&)> devices;  // told every tensor's device
+  // Both callables are references, not owners (the caller's locals outlive
+  // its Capture): a std::function was built and destroyed twice per op.
+  c10::function_ref<void(const std::string&)> devices;  // told every tensor's device
   // True for a tensor holding uninitialized memory: metadata only, flagged.
-  std::function<bool(const at::Tensor&)> uninitialized;
+  c10::function_ref<bool(const at::Tensor&)> uninitialized;
   ContentStore* contents = nullptr;  // null: every tensor captured whole
   StatsBatch* batch = nullptr;  // device statistics in batches; null: each tensor's alone
   // Outputs of an op that fills them with one value (zero_, ones_like):
-  // device tensors' statistics are known without a kernel.
+  // their statistics are known without reading them (a device's without a
+  // kernel, a CPU tensor's without a pass).
   std::optional<double> constant;
   TensorHold* hold = nullptr;  // ACC_WATCH: each tensor captured is held here too
   // Inputs, level 2: the arguments the op writes. Their values at the start

@@ -254,20 +254,23 @@ void captureAll(Session& s, c10::ArrayRef<const c10::IValue> values, Role role, 
   capture.level = watched ? 0 : s.config().level;
   capture.hold = r.hold.get();
   std::string& last = threadState().last_device;  // one thread-local lookup, not one per tensor
-  capture.devices = [&s, &last](const std::string& d) {
+  const auto note_device = [&s, &last](const std::string& d) {
     if (d == last) return;
     s.noteDevice(d);
     last = d;
   };
+  capture.devices = note_device;
   capture.contents = watched || !dedup ? nullptr : s.contents();
   capture.batch = s.statsBatch();
   if (capture.contents != nullptr && capture.level >= 2) capture.writes = writes;
-  // Read only for device tensors' statistics: none at level 0.
+  // Read only for statistics: none at level 0.
   if (role == Role::Output && capture.level >= 1) capture.constant = filledWith(r);
+  const auto all_uninitialized = [](const at::Tensor&) { return true; };
+  const auto tracked_uninitialized = [&s](const at::Tensor& t) { return s.uninitialized().contains(t); };
   if (role == Role::Output && outputsUninitialized(r.op)) {
-    capture.uninitialized = [](const at::Tensor&) { return true; };
+    capture.uninitialized = all_uninitialized;
   } else if (role == Role::Input || role == Role::Output) {
-    capture.uninitialized = [&s](const at::Tensor& t) { return s.uninitialized().contains(t); };
+    capture.uninitialized = tracked_uninitialized;
   }
   r.tensors.reserve(r.tensors.size() + values.size());
   for (size_t i = 0; i < values.size(); ++i) {

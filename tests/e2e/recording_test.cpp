@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <regex>
+#include <set>
 
 #include "tests/e2e/harness.h"
 
@@ -217,6 +218,51 @@ TEST(Recording, Level1HasStatisticsOnly) {
   EXPECT_EQ(static_cast<float>(out[0]->stats.mean), static_cast<float>(printed));
   EXPECT_EQ(out[0]->stats.min, out[0]->stats.max);
   EXPECT_EQ(out[0]->stats.nan_count, 0u);
+}
+
+// An op that fills its output with one value (zero_grad's zero_, fill_,
+// ones_like) gets the statistics that value implies without a pass over the
+// output: those of the pass over the same memory, read again whole as the
+// next op's input (ACC_DEDUP=0): exactly but for float rounding of the mean
+// and norm, which the pass sums element by element.
+TEST(Recording, FilledOutputsHaveThePassesStatistics) {
+  TempDir dir;
+  RunResult r = recordPython(testScript("cpu_fills.py"), dir.path(), {{"ACC_LEVEL", "1"}, {"ACC_DEDUP", "0"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Recording rec = readRank(dir / "rank0");
+  const std::set<std::string> fills = {"aten::zero_", "aten::fill_", "aten::ones_like", "aten::zeros"};
+  size_t compared = 0;
+  for (size_t i = 0; i + 1 < rec.records.size(); ++i) {
+    const format::OpRecord& fill = rec.records[i];
+    if (fill.depth != 0 || fills.count(fill.op) == 0) continue;
+    // The neg that reads this fill's output (the next record but for a
+    // view's in between).
+    const format::OpRecord* neg = nullptr;
+    for (size_t k = i + 1; k < rec.records.size() && neg == nullptr; ++k) {
+      if (rec.records[k].depth != 0) continue;
+      if (rec.records[k].op == "aten::neg") neg = &rec.records[k];
+      if (fills.count(rec.records[k].op) != 0) break;
+    }
+    ASSERT_NE(neg, nullptr) << fill.name;
+    const format::Tensor* out = nullptr;
+    for (const auto& t : fill.tensors) {
+      if (t.role == Role::Output) out = &t;
+    }
+    ASSERT_NE(out, nullptr) << fill.name;
+    const format::Tensor& in = neg->tensors.at(0);
+    ASSERT_EQ(in.role, Role::Input);
+    ASSERT_TRUE(out->has_stats && in.has_stats) << fill.name;
+    EXPECT_EQ(out->shape, in.shape) << fill.name;
+    EXPECT_EQ(out->stats.checksum, in.stats.checksum) << fill.name;
+    EXPECT_EQ(out->stats.min, in.stats.min) << fill.name;
+    EXPECT_EQ(out->stats.max, in.stats.max) << fill.name;
+    EXPECT_EQ(out->stats.nan_count, in.stats.nan_count) << fill.name;
+    EXPECT_EQ(out->stats.inf_count, in.stats.inf_count) << fill.name;
+    EXPECT_NEAR(out->stats.mean, in.stats.mean, 1e-12 * std::fabs(in.stats.max)) << fill.name;
+    EXPECT_NEAR(out->stats.norm, in.stats.norm, 1e-12 * in.stats.norm) << fill.name;
+    ++compared;
+  }
+  EXPECT_EQ(compared, 8u);
 }
 
 TEST(Recording, Level2DataEqualsTheTensorsTheProgramComputed) {
