@@ -367,6 +367,12 @@ bool readable(const at::Tensor& t) {
   return t.numel() == 0 || impl.unsafe_storage().data() != nullptr;
 }
 
+std::string deviceName(c10::Device d) {
+  std::string name;
+  assignDeviceName(name, d);
+  return name;
+}
+
 format::Tensor captureTensor(const at::Tensor& t, format::Role role, uint32_t position,
                              uint32_t item, int level) {
   format::Tensor out;
@@ -472,7 +478,7 @@ void captureValue(const c10::IValue& value, format::Role role, uint32_t position
     } else if (values && !t.device().is_cpu()) {
       if (!known || level >= 2) captureOnDevice(t, level, record.tensors.size() - 1, record, capture.batch, !known);
     }
-    if (capture.devices) capture.devices(record.tensors.back().device);
+    if (capture.devices) capture.devices(t.device());
     if (capture.hold != nullptr) {
       capture.hold->tensors.push_back(t);
       capture.hold->versions.push_back(versionOf(t));

@@ -23,7 +23,7 @@ struct Capture {
   int level = 0;
   // Both callables are references, not owners (the caller's locals outlive
   // its Capture): a std::function was built and destroyed twice per op.
-  c10::function_ref<void(const std::string&)> devices;  // told every tensor's device
+  c10::function_ref<void(c10::Device)> devices;  // told every tensor's device
   // True for a tensor holding uninitialized memory: metadata only, flagged.
   c10::function_ref<bool(const at::Tensor&)> uninitialized;
   ContentStore* contents = nullptr;  // null: every tensor captured whole
@@ -71,5 +71,7 @@ uint32_t versionOf(const at::Tensor& t);
 // Whether acc can read the values of `t`: strided, a known element type, not
 // quantized, and with memory of its own (not meta, fake or a wrapper).
 bool readable(const at::Tensor& t);
+// A device's name as records spell it ("cpu", "cuda:0").
+std::string deviceName(c10::Device d);
 
 }  // namespace acc::recorder

@@ -109,7 +109,7 @@ struct ThreadState {
   uint64_t pending_seq = 0;
   // The device this thread last told the session about: almost every
   // tensor is on the same one, and telling takes the session's lock.
-  std::string last_device;
+  std::optional<c10::Device> last_device;
   // A backward record's names while they are built, in buffers kept from
   // node to node.
   std::string name, forward_name;
@@ -253,10 +253,10 @@ void captureAll(Session& s, c10::ArrayRef<const c10::IValue> values, Role role, 
   const bool watched = r.hold && s.watch() != nullptr;
   capture.level = watched ? 0 : s.config().level;
   capture.hold = r.hold.get();
-  std::string& last = threadState().last_device;  // one thread-local lookup, not one per tensor
-  const auto note_device = [&s, &last](const std::string& d) {
-    if (d == last) return;
-    s.noteDevice(d);
+  std::optional<c10::Device>& last = threadState().last_device;  // one thread-local lookup, not one per tensor
+  const auto note_device = [&s, &last](c10::Device d) {
+    if (last == d) return;
+    s.noteDevice(deviceName(d));
     last = d;
   };
   capture.devices = note_device;
