@@ -6,9 +6,10 @@
 // the transformer LM; docs/guide/performance.md, "Per op"). The library is
 // built with TLS descriptors (-mtls-dialect=gnu2, recorder/CMakeLists.txt),
 // which take the static place where it is free and fall back to the call
-// where it is not. So per-thread state larger than a few words lives here. The manifest says
-// where glibc put the block (`thread_locals`, threadLocalsPlace below),
-// and Recording.ThreadLocalsInStaticTls fails when it outgrows the room.
+// where it is not. So per-thread state larger than a few words lives here.
+// The manifest says where glibc put the block (`thread_locals`,
+// threadLocalsPlace below), and Recording.ThreadLocalsInStaticTls fails
+// when it outgrows the room.
 #pragma once
 
 #include <cxxabi.h>

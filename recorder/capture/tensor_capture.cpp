@@ -24,7 +24,7 @@ namespace {
 // device it names (a model's tensors are on one device or two).
 // Device::str() built either anew for every tensor.
 struct LastDevice {
-  c10::Device device{c10::kCPU};
+  c10::Device device{c10::kCPU};  // never asked for: the CPU without an index returns above
   std::string name;
 };
 
@@ -39,7 +39,7 @@ void assignDeviceName(std::string& out, c10::Device d) {
     out = d.str();
     return;
   }
-  if (last->name.empty() || last->device != d) {
+  if (last->device != d) {
     last->device = d;
     last->name = d.str();
   }
