@@ -46,6 +46,15 @@ void Watch::noteOverwrittenInputs(CapturedOp& r) {
         if (!t.is_non_overlapping_and_dense()) guard.need();
         h.overwritten_nonfinite.push_back(static_cast<int8_t>(hostFiniteness(t)));
       } else {
+        StatsTicket known;
+        int8_t finiteness = -1;
+        if (knownBefore(t, known, finiteness)) {
+          // The last in-place op's output, unchanged since: its counts
+          // (arrived, or on their way) are what this op overwrites.
+          h.overwritten_nonfinite.push_back(finiteness);
+          if (finiteness < 0) h.overwritten_stats.push_back(std::move(known));
+          return;
+        }
         // Joins the batch now; the op's write then summarises it first
         // (StatsBatch::beforeOp), so the counts are of what it held. Joining
         // runs no op (a batch it fills takes its own guard), so no guard:
@@ -149,9 +158,78 @@ void Watch::check(Entry& e) {
       // Counted in a batch with the other ops' device tensors: no launch of
       // its own, and no op run here, so no guard (as above).
       e.device.push_back({i, batch_.add(t)});
+      // An in-place op's output (the input it wrote, returned): the next
+      // in-place op on it learns from this ticket what it overwrites.
+      for (size_t j = 0; j < n; ++j) {
+        if (isInput(op.tensors[j].role) && e.overwritten[j] && h.tensors[j].is_same(t)) {
+          noteSummarised(t, h.versions[i], e.device.back().stats);
+          break;
+        }
+      }
     }
   }
   h.overwritten_stats.clear();
+}
+
+namespace {
+
+// What a batch said of a tensor: a Finiteness, or -1 where it could not
+// count it (stale, failed).
+int8_t finitenessOf(const StatsTicket& t) {
+  const std::optional<format::Stats> s = t.flight->stats(t.slot);
+  if (!s) return -1;
+  return static_cast<int8_t>(s->nan_count > 0   ? Finiteness::NaN
+                             : s->inf_count > 0 ? Finiteness::Infinite
+                                                : Finiteness::Finite);
+}
+
+}  // namespace
+
+bool Watch::knownBefore(const at::Tensor& t, StatsTicket& ticket, int8_t& finiteness) {
+  const uint32_t version = versionOf(t);
+  if (version == kNoVersion) return false;
+  std::lock_guard<std::mutex> lock(summarised_mu_);
+  auto it = summarised_.find(t.unsafeGetTensorImpl());
+  if (it == summarised_.end()) return false;
+  Summarised& s = it->second;
+  if (s.impl.expired() || s.version != version || s.data != t.data_ptr()) return false;
+  if (s.ticket.flight && s.ticket.flight->arrived()) {
+    s.finiteness = finitenessOf(s.ticket);
+    s.ticket = StatsTicket();
+  }
+  if (!s.ticket.flight && s.finiteness < 0) return false;  // not counted: summarised anew
+  ticket = s.ticket;
+  finiteness = s.ticket.flight ? -1 : s.finiteness;
+  overwritten_known_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+void Watch::noteSummarised(const at::Tensor& t, uint32_t version, const StatsTicket& ticket) {
+  if (version == kNoVersion) return;
+  std::lock_guard<std::mutex> lock(summarised_mu_);
+  Summarised note{c10::weak_intrusive_ptr<c10::TensorImpl>(t.getIntrusivePtr()), version, t.data_ptr(), ticket, -1};
+  auto [it, added] = summarised_.try_emplace(t.unsafeGetTensorImpl(), note);
+  if (!added) it->second = std::move(note);
+  if (++notes_since_sweep_ >= kSweepEvery) sweepSummarised();
+}
+
+// Tensors gone are forgotten (their TensorImpls' memory is the program's
+// again), and arrived tickets become what they said: a ticket keeps its
+// batch's buffers alive.
+void Watch::sweepSummarised() {
+  notes_since_sweep_ = 0;
+  for (auto it = summarised_.begin(); it != summarised_.end();) {
+    Summarised& s = it->second;
+    if (s.impl.expired()) {
+      it = summarised_.erase(it);
+      continue;
+    }
+    if (s.ticket.flight && s.ticket.flight->arrived()) {
+      s.finiteness = finitenessOf(s.ticket);
+      s.ticket = StatsTicket();
+    }
+    ++it;
+  }
 }
 
 bool Watch::arrived(const Entry& e) {
@@ -432,6 +510,7 @@ nlohmann::json Watch::toJson() const {
   }
   j["ops_watched"] = watched_.load();
   j["intended_ops"] = intended_ops_.load();
+  j["overwritten_known"] = overwritten_known_.load();
   return j;
 }
 

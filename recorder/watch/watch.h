@@ -6,7 +6,9 @@
 // live: CPU ones at once (finite_check.h), device ones by their NaN and Inf
 // counts in the device statistics' batches (stats_batch.h), copied behind
 // the op's kernels and read once an event says they arrived, so no op
-// waits for its device. Ops are
+// waits for its device. What an in-place op overwrites is known from the
+// in-place op that wrote it where nothing wrote it since (summarised_);
+// else it joins a batch, which the op's write then launches. Ops are
 // judged in the order they finished; judged-finite ops keep only their
 // metadata, the last `ACC_WATCH_CONTEXT` of them.
 //
@@ -120,6 +122,16 @@ class Watch {
   bool intended(Entry& e);
   bool isIntended(const c10::StorageImpl* storage) const;
   void letGo(Entry& e);  // holds mu_
+  // What an in-place op overwrites, where the watch summarised it as the
+  // output of the in-place op before it (an optimizer's chains): that
+  // op's ticket, or what it said once arrived (a Finiteness as int8_t).
+  // False: unknown here (then the value joins the batch, and the op's write
+  // costs a launch that summarises it first: StatsBatch::beforeOp).
+  bool knownBefore(const at::Tensor& t, StatsTicket& ticket, int8_t& finiteness);
+  // The output `t` (its version `version`) of an in-place op, summarised
+  // by `ticket`.
+  void noteSummarised(const at::Tensor& t, uint32_t version, const StatsTicket& ticket);
+  void sweepSummarised();  // holds summarised_mu_
 
   const size_t held_bytes_bound_;
   const uint64_t context_size_;
@@ -137,6 +149,24 @@ class Watch {
   // not keep a mask alive; a weak reference also keeps its address from
   // being reused, so a match is the same storage).
   std::deque<c10::weak_intrusive_ptr<c10::StorageImpl>> intended_;
+  // The latest value the watch summarised of each tensor an in-place op
+  // wrote, by TensorImpl (weak: a match is the same, live tensor), with
+  // its version then: the next in-place op on it overwrites that value
+  // when the version is unchanged. Tickets of batches that have arrived
+  // become their Finiteness at each sweep, so no old batch stays alive
+  // here. Op threads; apart from mu_.
+  struct Summarised {
+    c10::weak_intrusive_ptr<c10::TensorImpl> impl;
+    uint32_t version = 0;
+    const void* data = nullptr;  // compared only: `x.data = y` keeps the version, not the memory
+    StatsTicket ticket;      // while its batch is on its way
+    int8_t finiteness = -1;  // once arrived: a Finiteness
+  };
+  static constexpr size_t kSweepEvery = 256;  // notes between sweeps
+  std::mutex summarised_mu_;
+  std::unordered_map<const c10::TensorImpl*, Summarised> summarised_;
+  size_t notes_since_sweep_ = 0;
+  std::atomic<uint64_t> overwritten_known_{0};  // overwritten values known without a batch entry
   // Apart from mu_: the writer thread reads it for the manifest while a
   // find, holding mu_, may wait for the writer.
   mutable std::mutex result_mu_;

@@ -172,6 +172,43 @@ TEST(Watch, AFindTheDeviceLeftFarBehindKeepsItsNameAndSaysItsTensorsWereLetGo) {
 // The bytes the watch holds count against ACC_BUFFER_MB: with 1 MiB, a
 // find early in the first step (a wider model, every op still awaiting its
 // check) is let go and says so; with the default it keeps its tensors.
+// SGD's momentum buffer on the device: each step's `buf.mul_` overwrites
+// what the last step's `buf.add_` left. The watch knows that value from the
+// add_'s own check (no batch entry, so no launch when mul_ writes it:
+// manifest `overwritten_known`), and still names the mul_ that makes a
+// NaN, from finite inputs. Against the same run without the NaN, where the
+// added kernels are counted: known values save a launch per such op.
+TEST(Watch, AnInPlaceOpOnTheDeviceIsJudgedFromWhatTheOneBeforeItLeft) {
+  const Env base = onDevice();
+  TempDir clean;
+  RunResult quiet = recordPython(script(), clean.path(), with(base, {{"ACC_WATCH", "naninf"}}));
+  ASSERT_EQ(quiet.exit_code, 0) << quiet.err;
+  const Recording quiet_rec = readRank(clean / "rank0");
+  const nlohmann::json& w0 = quiet_rec.manifest["watch"];
+  EXPECT_EQ(w0["status"], "none") << w0.dump();
+  // Steps 1 and 2 each run mul_ once per parameter (6: three Linear
+  // layers); step 2's overwrite step 1's add_ outputs (known), step 1's the
+  // clones of step 0 (not in-place: summarised as before).
+  EXPECT_GE(w0["overwritten_known"].get<uint64_t>(), 6u) << w0.dump();
+
+  // mul_'s eighth call: step 2, the second parameter's buffer.
+  const Env nan = with(base, {{"TESTDEV_WRONG_OP", "mul_.Tensor"}, {"TESTDEV_NAN_CALL", "7"}});
+  RunResult plain = runPythonPlain(script(), nan);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  TempDir dir;
+  RunResult r = recordPython(script(), dir.path(), with(nan, {{"ACC_WATCH", "naninf"}}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(lossLines(r.out), lossLines(plain.out));
+  EXPECT_NE(r.err.find("ACC_WATCH: aten::mul_."), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("(step 2"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("made the first NaN/Inf, in output 0, from finite inputs"), std::string::npos) << r.err;
+  const Recording rec = readRank(dir / "rank0");
+  const nlohmann::json& w = rec.manifest["watch"];
+  EXPECT_EQ(w["status"], "found") << w.dump();
+  EXPECT_EQ(w["nonfinite_inputs"], nlohmann::json::array());
+  EXPECT_GE(w["overwritten_known"].get<uint64_t>(), 1u) << w.dump();
+}
+
 TEST(Watch, TheHeldTensorsAreBoundedByTheBufferBudget) {
   const Env slow = onDevice({{"TESTDEV_EVENT_DELAY_US", "2000000"}, {"STEPS", "2"}, {"WIDTH", "256"},
                              {"BATCH", "256"}});
