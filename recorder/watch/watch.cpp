@@ -242,11 +242,7 @@ bool Watch::arrived(const Entry& e) {
 void Watch::read(Entry& e) {
   for (const Pending& p : e.device) {
     // Unknown (-1) when the batch could not count it.
-    if (std::optional<format::Stats> s = p.stats.flight->stats(p.stats.slot)) {
-      e.nonfinite[p.tensor] = static_cast<int8_t>(s->nan_count > 0   ? Finiteness::NaN
-                                                  : s->inf_count > 0 ? Finiteness::Infinite
-                                                                     : Finiteness::Finite);
-    }
+    if (const int8_t f = finitenessOf(p.stats); f >= 0) e.nonfinite[p.tensor] = f;
   }
   e.device.clear();
 }
