@@ -185,6 +185,15 @@ int8_t finitenessOf(const StatsTicket& t) {
 
 }  // namespace
 
+// An entry whose batch has arrived keeps what it said, not the ticket
+// (which keeps the batch's buffers alive).
+void Watch::settle(Summarised& s) {
+  if (s.ticket.flight && s.ticket.flight->arrived()) {
+    s.finiteness = finitenessOf(s.ticket);
+    s.ticket = StatsTicket();
+  }
+}
+
 bool Watch::knownBefore(const at::Tensor& t, StatsTicket& ticket, int8_t& finiteness) {
   const uint32_t version = versionOf(t);
   if (version == kNoVersion) return false;
@@ -193,10 +202,7 @@ bool Watch::knownBefore(const at::Tensor& t, StatsTicket& ticket, int8_t& finite
   if (it == summarised_.end()) return false;
   Summarised& s = it->second;
   if (s.impl.expired() || s.version != version || s.data != t.data_ptr()) return false;
-  if (s.ticket.flight && s.ticket.flight->arrived()) {
-    s.finiteness = finitenessOf(s.ticket);
-    s.ticket = StatsTicket();
-  }
+  settle(s);
   if (!s.ticket.flight && s.finiteness < 0) return false;  // not counted: summarised anew
   ticket = s.ticket;
   finiteness = s.ticket.flight ? -1 : s.finiteness;
@@ -207,15 +213,14 @@ bool Watch::knownBefore(const at::Tensor& t, StatsTicket& ticket, int8_t& finite
 void Watch::noteSummarised(const at::Tensor& t, uint32_t version, const StatsTicket& ticket) {
   if (version == kNoVersion) return;
   std::lock_guard<std::mutex> lock(summarised_mu_);
-  Summarised note{c10::weak_intrusive_ptr<c10::TensorImpl>(t.getIntrusivePtr()), version, t.data_ptr(), ticket, -1};
-  auto [it, added] = summarised_.try_emplace(t.unsafeGetTensorImpl(), note);
-  if (!added) it->second = std::move(note);
+  summarised_.insert_or_assign(
+      t.unsafeGetTensorImpl(),
+      Summarised{c10::weak_intrusive_ptr<c10::TensorImpl>(t.getIntrusivePtr()), version, t.data_ptr(), ticket, -1});
   if (++notes_since_sweep_ >= kSweepEvery) sweepSummarised();
 }
 
 // Tensors gone are forgotten (their TensorImpls' memory is the program's
-// again), and arrived tickets become what they said: a ticket keeps its
-// batch's buffers alive.
+// again), and arrived tickets become what they said (settle).
 void Watch::sweepSummarised() {
   notes_since_sweep_ = 0;
   for (auto it = summarised_.begin(); it != summarised_.end();) {
@@ -224,10 +229,7 @@ void Watch::sweepSummarised() {
       it = summarised_.erase(it);
       continue;
     }
-    if (s.ticket.flight && s.ticket.flight->arrived()) {
-      s.finiteness = finitenessOf(s.ticket);
-      s.ticket = StatsTicket();
-    }
+    settle(s);
     ++it;
   }
 }

@@ -132,6 +132,8 @@ class Watch {
   // by `ticket`.
   void noteSummarised(const at::Tensor& t, uint32_t version, const StatsTicket& ticket);
   void sweepSummarised();  // holds summarised_mu_
+  struct Summarised;
+  static void settle(Summarised& s);  // holds summarised_mu_
 
   const size_t held_bytes_bound_;
   const uint64_t context_size_;

@@ -169,15 +169,11 @@ TEST(Watch, AFindTheDeviceLeftFarBehindKeepsItsNameAndSaysItsTensorsWereLetGo) {
   EXPECT_EQ(rec.manifest["watch"]["tensors_held"], false);
 }
 
-// The bytes the watch holds count against ACC_BUFFER_MB: with 1 MiB, a
-// find early in the first step (a wider model, every op still awaiting its
-// check) is let go and says so; with the default it keeps its tensors.
 // SGD's momentum buffer on the device: each step's `buf.mul_` overwrites
 // what the last step's `buf.add_` left. The watch knows that value from the
 // add_'s own check (no batch entry, so no launch when mul_ writes it:
 // manifest `overwritten_known`), and still names the mul_ that makes a
-// NaN, from finite inputs. Against the same run without the NaN, where the
-// added kernels are counted: known values save a launch per such op.
+// NaN, from finite inputs.
 TEST(Watch, AnInPlaceOpOnTheDeviceIsJudgedFromWhatTheOneBeforeItLeft) {
   const Env base = onDevice();
   TempDir clean;
@@ -209,6 +205,9 @@ TEST(Watch, AnInPlaceOpOnTheDeviceIsJudgedFromWhatTheOneBeforeItLeft) {
   EXPECT_GE(w["overwritten_known"].get<uint64_t>(), 1u) << w.dump();
 }
 
+// The bytes the watch holds count against ACC_BUFFER_MB: with 1 MiB, a
+// find early in the first step (a wider model, every op still awaiting its
+// check) is let go and says so; with the default it keeps its tensors.
 TEST(Watch, TheHeldTensorsAreBoundedByTheBufferBudget) {
   const Env slow = onDevice({{"TESTDEV_EVENT_DELAY_US", "2000000"}, {"STEPS", "2"}, {"WIDTH", "256"},
                              {"BATCH", "256"}});
