@@ -3,6 +3,7 @@
 #include <ATen/core/function_schema.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -11,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "format/record.h"
 #include "recorder/per_thread.h"
 
 namespace acc::recorder {
@@ -107,6 +109,34 @@ bool replacesArgument0(std::string_view op) {
     if (op == name) return true;
   }
   return false;
+}
+
+std::optional<double> filledWith(const format::OpRecord& r) {
+  // string_views: a name of another length is told apart without reading
+  // it (every recorded op asks, at level 0 too).
+  static constexpr std::string_view kZeros[] = {"aten::zero_", "aten::zeros", "aten::zeros_like", "aten::new_zeros"};
+  static constexpr std::string_view kOnes[] = {"aten::ones", "aten::ones_like", "aten::new_ones"};
+  constexpr std::string_view kFill = "aten::fill_";
+  const std::string_view op = r.op;
+  for (std::string_view name : kZeros) {
+    if (op == name) return 0.0;
+  }
+  for (std::string_view name : kOnes) {
+    if (op == name) return 1.0;
+  }
+  if (op != kFill) return std::nullopt;
+  if (r.has_overload && r.overload != "Scalar") return std::nullopt;
+  // fill_(self, value): the value's text when it is a number (fill_.Tensor
+  // passes a tensor, which has none).
+  for (const format::Scalar& a : r.scalars) {
+    if (a.position != 1 || a.value.empty()) continue;
+    if (a.value == "True") return 1.0;
+    if (a.value == "False") return 0.0;
+    char* end = nullptr;
+    const double v = std::strtod(a.value.c_str(), &end);
+    if (end != nullptr && *end == '\0') return v;
+  }
+  return std::nullopt;
 }
 
 }  // namespace acc::recorder

@@ -9,10 +9,15 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 
 #include "recorder/ivalue_tensors.h"
+
+namespace acc::format {
+struct OpRecord;
+}
 
 namespace acc::recorder {
 
@@ -49,5 +54,9 @@ bool writesInPlace(std::string_view op);
 // fill_, zero_, the random fills, set_, resize_): its old values are not an
 // input of theirs.
 bool replacesArgument0(std::string_view op);
+// The one value an op fills its output with (zero_, zeros, ones_like,
+// fill_ with a number), from its name and recorded arguments: what the
+// output holds is then known without reading it. nullopt for other ops.
+std::optional<double> filledWith(const format::OpRecord& r);
 
 }  // namespace acc::recorder

@@ -3,11 +3,14 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string_view>
 #include <thread>
 
+#include "recorder/capture/cpu/tensor_stats.h"
 #include "recorder/capture/device/device_capture.h"
 #include "recorder/observe/emit_record.h"
+#include "recorder/observe/op_writes.h"
 #include "recorder/watch/finite_check.h"
 #include "recorder/session/session.h"
 #include "recorder/capture/tensor_capture.h"
@@ -139,6 +142,11 @@ void Watch::check(Entry& e) {
       e.device.push_back({h.overwritten[k], std::move(h.overwritten_stats[device++])});
     }
   }
+  // zero_grad's zero_ (torch 1.13), ones_like, fill_: the value says what
+  // the output holds. On a device its count would join a batch, and the
+  // next op to write it (the backward pass accumulating a gradient into
+  // the zeros) would pay a launch to count it first.
+  const std::optional<double> fill = filledWith(op);
   for (size_t i = 0; i < n; ++i) {
     const format::Tensor& ft = op.tensors[i];
     const at::Tensor& t = h.tensors[i];
@@ -151,6 +159,18 @@ void Watch::check(Entry& e) {
       view = isInput(op.tensors[j].role) && !e.overwritten[j] && e.storages[j] == e.storages[i];
     }
     if (view) continue;
+    if (fill) {
+      // nullopt where the type cannot say (complex; a finite value the type
+      // rounds to infinity): then counted as any other output.
+      if (const std::optional<format::Stats> known = constantStats(*fill, t.scalar_type(), statsElements(t))) {
+        e.nonfinite[i] = static_cast<int8_t>(known->nan_count > 0   ? Finiteness::NaN
+                                             : known->inf_count > 0 ? Finiteness::Infinite
+                                                                    : Finiteness::Finite);
+        filled_known_.fetch_add(1, std::memory_order_relaxed);
+        if (!t.device().is_cpu()) noteSummarised(t, h.versions[i], StatsTicket(), e.nonfinite[i]);
+        continue;
+      }
+    }
     if (t.device().is_cpu()) {
       if (!t.is_non_overlapping_and_dense()) guard.need();
       e.nonfinite[i] = static_cast<int8_t>(hostFiniteness(t));
@@ -210,12 +230,12 @@ bool Watch::knownBefore(const at::Tensor& t, StatsTicket& ticket, int8_t& finite
   return true;
 }
 
-void Watch::noteSummarised(const at::Tensor& t, uint32_t version, const StatsTicket& ticket) {
+void Watch::noteSummarised(const at::Tensor& t, uint32_t version, const StatsTicket& ticket, int8_t finiteness) {
   if (version == kNoVersion) return;
   std::lock_guard<std::mutex> lock(summarised_mu_);
-  summarised_.insert_or_assign(
-      t.unsafeGetTensorImpl(),
-      Summarised{c10::weak_intrusive_ptr<c10::TensorImpl>(t.getIntrusivePtr()), version, t.data_ptr(), ticket, -1});
+  summarised_.insert_or_assign(t.unsafeGetTensorImpl(),
+                               Summarised{c10::weak_intrusive_ptr<c10::TensorImpl>(t.getIntrusivePtr()), version,
+                                          t.data_ptr(), ticket, finiteness});
   if (++notes_since_sweep_ >= kSweepEvery) sweepSummarised();
 }
 
@@ -509,6 +529,7 @@ nlohmann::json Watch::toJson() const {
   j["ops_watched"] = watched_.load();
   j["intended_ops"] = intended_ops_.load();
   j["overwritten_known"] = overwritten_known_.load();
+  j["filled_known"] = filled_known_.load();
   return j;
 }
 

@@ -6,7 +6,10 @@
 // live: CPU ones at once (finite_check.h), device ones by their NaN and Inf
 // counts in the device statistics' batches (stats_batch.h), copied behind
 // the op's kernels and read once an event says they arrived, so no op
-// waits for its device. What an in-place op overwrites is known from the
+// waits for its device; an op that fills its output with one value
+// (zero_grad's zero_ on torch 1.13, ones_like, fill_) is taken at its word,
+// as level 1 takes its statistics (tensor_stats.h, constantStats), and
+// counts nothing. What an in-place op overwrites is known from the
 // in-place op that wrote it where nothing wrote it since (summarised_);
 // else it joins a batch, which the op's write then launches. Ops are
 // judged in the order they finished; judged-finite ops keep only their
@@ -129,8 +132,8 @@ class Watch {
   // costs a launch that summarises it first: StatsBatch::beforeOp).
   bool knownBefore(const at::Tensor& t, StatsTicket& ticket, int8_t& finiteness);
   // The output `t` (its version `version`) of an in-place op, summarised
-  // by `ticket`.
-  void noteSummarised(const at::Tensor& t, uint32_t version, const StatsTicket& ticket);
+  // by `ticket`, or of an op that filled it, known to be `finiteness`.
+  void noteSummarised(const at::Tensor& t, uint32_t version, const StatsTicket& ticket, int8_t finiteness = -1);
   void sweepSummarised();  // holds summarised_mu_
   struct Summarised;
   static void settle(Summarised& s);  // holds summarised_mu_
@@ -169,6 +172,7 @@ class Watch {
   std::unordered_map<const c10::TensorImpl*, Summarised> summarised_;
   size_t notes_since_sweep_ = 0;
   std::atomic<uint64_t> overwritten_known_{0};  // overwritten values known without a batch entry
+  std::atomic<uint64_t> filled_known_{0};       // outputs known from the value their op filled them with
   // Apart from mu_: the writer thread reads it for the manifest while a
   // find, holding mu_, may wait for the writer.
   mutable std::mutex result_mu_;

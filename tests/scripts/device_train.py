@@ -15,6 +15,9 @@ Options (environment, so the script never changes between runs):
                 (tensor lists); default 0, one op per parameter, which every
                 torch version and device runs alike (torch 2.x would pick
                 foreach on an accelerator and not on the CPU)
+  ZERO_GRAD     zero: zero_grad() zeroes the gradients in place (torch
+                1.13's default), none: it lets them go (torch 2.x's);
+                default: the torch's own
   DTYPE         float32 (default), float64 or bfloat16
   WRONG_GELU_LIB  a library to load with torch.ops.load_library first: the
                 CPU's wrong gelu kernels of tests/compare/wrong_kernel
@@ -119,11 +122,15 @@ def train(model, x, target, steps, kernel_seconds=None):
     seconds its kernels ran on the host's threads within the step, which a
     real device spends while its host goes on."""
     foreach = os.environ.get("FOREACH", "0") == "1"
+    zero_grad = os.environ.get("ZERO_GRAD", "")
+    if zero_grad not in ("", "zero", "none"):
+        sys.exit(f"device_train.py: ZERO_GRAD must be zero or none, not {zero_grad!r}")
+    zero_grad_args = {} if not zero_grad else {"set_to_none": zero_grad == "none"}
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, foreach=foreach)
     for step in range(steps):
         kernels = kernel_seconds() if kernel_seconds else 0.0
         start = time.perf_counter()
-        optimizer.zero_grad()
+        optimizer.zero_grad(**zero_grad_args)
         loss = torch.nn.functional.mse_loss(model(x), target)
         engine_backward(loss)  # loss.backward(), see engine_backward.py
         optimizer.step()

@@ -205,6 +205,30 @@ TEST(Watch, AnInPlaceOpOnTheDeviceIsJudgedFromWhatTheOneBeforeItLeft) {
   EXPECT_GE(w["overwritten_known"].get<uint64_t>(), 1u) << w.dump();
 }
 
+// zero_grad(set_to_none=False), torch 1.13's default, zeroes every gradient
+// in place, and the backward pass then adds into the zeros in place
+// (AccumulateGrad). The watch takes the zeros at their word (manifest
+// `filled_known`), so they never wait in a batch and the backward's write
+// costs no launch to count them first: as many early launches as when
+// zero_grad lets the gradients go.
+TEST(Watch, ZeroedGradientsAreKnownWithoutACount) {
+  const auto watched = [](const std::string& zero_grad) {
+    TempDir dir;
+    RunResult r = recordPython(script(), dir.path(), with(onDevice(), {{"ACC_WATCH", "naninf"}, {"ZERO_GRAD", zero_grad}}));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const nlohmann::json m = readRank(dir / "rank0").manifest;
+    EXPECT_EQ(m["watch"]["status"], "none") << m.dump();
+    return m;
+  };
+  const nlohmann::json zeroed = watched("zero");
+  const nlohmann::json let_go = watched("none");
+  // Steps 1 and 2 zero 6 gradients each (three Linear layers).
+  EXPECT_GE(zeroed["watch"]["filled_known"].get<uint64_t>(), let_go["watch"]["filled_known"].get<uint64_t>() + 12)
+      << zeroed["watch"].dump() << let_go["watch"].dump();
+  EXPECT_EQ(zeroed["device_stats"]["early"], let_go["device_stats"]["early"])
+      << zeroed["device_stats"].dump() << let_go["device_stats"].dump();
+}
+
 // The bytes the watch holds count against ACC_BUFFER_MB: with 1 MiB, a
 // find early in the first step (a wider model, every op still awaiting its
 // check) is let go and says so; with the default it keeps its tensors.
