@@ -28,6 +28,21 @@ bool isOutput(Role r) { return r == Role::Output || r == Role::GradOut; }
 // starts it (a batch otherwise runs at the step's end or when full).
 constexpr auto kNudgeAfter = std::chrono::milliseconds(200);
 
+// What statistics say of a tensor's values: its NaN and Inf counts as a
+// Finiteness.
+int8_t finitenessOf(const format::Stats& s) {
+  return static_cast<int8_t>(s.nan_count > 0   ? Finiteness::NaN
+                             : s.inf_count > 0 ? Finiteness::Infinite
+                                               : Finiteness::Finite);
+}
+
+// What a batch said of a tensor: a Finiteness, or -1 where it could not
+// count it (stale, failed).
+int8_t finitenessOf(const StatsTicket& t) {
+  const std::optional<format::Stats> s = t.flight->stats(t.slot);
+  return s ? finitenessOf(*s) : -1;
+}
+
 std::string positions(const std::vector<uint32_t>& list) {
   std::string out;
   for (uint32_t p : list) out += (out.empty() ? "" : ", ") + std::to_string(p);
@@ -163,9 +178,7 @@ void Watch::check(Entry& e) {
       // nullopt where the type cannot say (complex; a finite value the type
       // rounds to infinity): then counted as any other output.
       if (const std::optional<format::Stats> known = constantStats(*fill, t.scalar_type(), statsElements(t))) {
-        e.nonfinite[i] = static_cast<int8_t>(known->nan_count > 0   ? Finiteness::NaN
-                                             : known->inf_count > 0 ? Finiteness::Infinite
-                                                                    : Finiteness::Finite);
+        e.nonfinite[i] = finitenessOf(*known);
         filled_known_.fetch_add(1, std::memory_order_relaxed);
         if (!t.device().is_cpu()) noteSummarised(t, h.versions[i], StatsTicket(), e.nonfinite[i]);
         continue;
@@ -190,20 +203,6 @@ void Watch::check(Entry& e) {
   }
   h.overwritten_stats.clear();
 }
-
-namespace {
-
-// What a batch said of a tensor: a Finiteness, or -1 where it could not
-// count it (stale, failed).
-int8_t finitenessOf(const StatsTicket& t) {
-  const std::optional<format::Stats> s = t.flight->stats(t.slot);
-  if (!s) return -1;
-  return static_cast<int8_t>(s->nan_count > 0   ? Finiteness::NaN
-                             : s->inf_count > 0 ? Finiteness::Infinite
-                                                : Finiteness::Finite);
-}
-
-}  // namespace
 
 // An entry whose batch has arrived keeps what it said, not the ticket
 // (which keeps the batch's buffers alive).
