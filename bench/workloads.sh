@@ -44,12 +44,14 @@ bench_workload() {
 }
 
 # bench_config NAME OUT: extra, the environment of one configuration:
-# unrecorded, the callback floor, or an ACC_LEVEL recording into OUT/rec.
+# unrecorded, the callback floor, an ACC_LEVEL recording into OUT/rec, or
+# the NaN/Inf watch (ACC_WATCH=naninf, as overhead.py's --levels watch).
 bench_config() {
   case $1 in
     unrecorded) extra=() ;;
     floor) extra=(LD_PRELOAD="$lib/libacc_callback_floor.so") ;;
     0|1|2) extra=(LD_PRELOAD="$lib/libacc.so" ACC_ENABLE=1 ACC_QUIET=1 ACC_OUTPUT_DIR="$2/rec" ACC_LEVEL="$1") ;;
-    *) echo "$tool: unknown configuration '$1' (allowed: unrecorded, floor, 0, 1, 2)" >&2; exit 2 ;;
+    watch) extra=(LD_PRELOAD="$lib/libacc.so" ACC_ENABLE=1 ACC_QUIET=1 ACC_OUTPUT_DIR="$2/rec" ACC_WATCH=naninf) ;;
+    *) echo "$tool: unknown configuration '$1' (allowed: unrecorded, floor, 0, 1, 2, watch)" >&2; exit 2 ;;
   esac
 }

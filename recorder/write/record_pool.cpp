@@ -76,7 +76,8 @@ void clearTensor(format::Tensor& t) {
   t.position = 0;
   t.item = 0;
   t.dtype = format::Dtype::Unknown;
-  t.device.clear();
+  // t.device is kept: captureTensorInto, which fills every tensor
+  // appendTensor hands out, sets it, and copies it only when it differs.
   t.shape.clear();
   t.strides.clear();
   t.has_stats = false;

@@ -33,7 +33,8 @@ std::vector<ContentStore::Pending>* contentsBuffer();
 // Appends an empty tensor to `record`, with the buffers (shape, strides,
 // device name) of a recycled one where there is one: first the record's
 // own spares (the tensors of its last op, kept in it by recycle()), then
-// the thread's pool.
+// the thread's pool. Empty but for its device name, which the caller sets
+// (captureTensorInto).
 format::Tensor& appendTensor(CapturedOp& record);
 
 // Memory for small per-op objects of one size (the observer's context):

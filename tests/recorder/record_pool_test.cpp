@@ -92,12 +92,16 @@ TEST(RecordPool, ARecycledRecordIsANewOne) {
     fill(*r, i);
     record_pool::recycle(std::move(r));
   }
-  // A recycled tensor is a default one too: one of the record's own
-  // spares (its last op's tensors, kept in it)...
+  // A recycled tensor is a default one too but for its device's name,
+  // which the capture that takes it always sets (and copies only when it
+  // differs): one of the record's own spares (its last op's tensors, kept
+  // in it)...
   format::OpRecord expected;
   expected.tensors.emplace_back();
   std::unique_ptr<CapturedOp> r = record_pool::take();
   format::Tensor& t = record_pool::appendTensor(*r);
+  EXPECT_EQ(t.device, "privateuseone:0");
+  t.device.clear();
   EXPECT_EQ(encoded(*r), encoded(expected));
   EXPECT_GE(t.shape.capacity(), 6u) << "the tensor is not one of the record's spares";
   EXPECT_EQ(r->spare_tensors.size(), 1u);
@@ -106,6 +110,8 @@ TEST(RecordPool, ARecycledRecordIsANewOne) {
   record_pool::recycle(std::move(r));
   CapturedOp other;
   format::Tensor& u = record_pool::appendTensor(other);
+  EXPECT_EQ(u.device, "privateuseone:0");
+  u.device.clear();
   EXPECT_EQ(encoded(other), encoded(expected));
   EXPECT_GE(u.shape.capacity(), 6u) << "the tensor did not come from the pool";
 }

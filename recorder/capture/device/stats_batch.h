@@ -119,6 +119,9 @@ class StatsBatch {
 
   StatsBatchCounts counts() const;
   nlohmann::json countsJson() const;
+  // No tensor waits: beforeOp() has nothing to look at (read without the
+  // lock, as beforeOp() does first).
+  bool idle() const { return size_.load(std::memory_order_relaxed) == 0; }
 
  private:
   struct Waiting {
