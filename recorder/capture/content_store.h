@@ -19,7 +19,12 @@
 //    checksum of kSamples elements spread over the tensor. Device tensors
 //    are not checked: reading them would wait for the device;
 //  - ops running below ADInplaceOrView (inside another op's kernel, where
-//    in-place ops do not bump versions) are not deduplicated.
+//    in-place ops do not bump versions) are not deduplicated;
+//  - arguments a top-level op writes without moving their version (torch
+//    2.1's _foreach_ ops on a device; every torch's batch norm, whose nested
+//    op updates the running statistics): the observer checks the versions
+//    at the op's end (checkVersions), and such a storage is never
+//    deduplicated again (writtenUnseen).
 // A content becomes referable once the record defining it is queued for the
 // writer, so its definition always comes first in the file; to the thread
 // that captured that record already while it waits in the thread's batch

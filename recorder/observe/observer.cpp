@@ -286,17 +286,23 @@ bool changesOnlyMetadata(std::string_view name) {
   return ops.count(name) != 0;
 }
 
-// Runs at the start of a top-level in-place op (its name ends in "_"):
-// the versions of the arguments it writes. At this level every write goes
-// through ADInplaceOrView, which bumps them; torch 2.1's _foreach_ ops on
-// a device do not, so the content store would take a parameter the
-// optimizer updated for the content it held before (checkVersions).
+// Runs at the start of a top-level in-place op (its name ends in "_"), or
+// of one that writes arguments its schema does not mark (batch_norm's
+// running statistics, which a nested op updates): the versions of the
+// arguments it writes. At this level every announced write goes through
+// ADInplaceOrView, which bumps them; torch 2.1's _foreach_ ops on a device
+// do not, nor does any torch's batch norm for its running statistics, so
+// the content store would take a tensor the op updated for the content it
+// held before (checkVersions): on a device, where no sample of the values
+// checks a hit, every later step's running statistics were the first's.
 void noteVersions(Session& s, const at::RecordFunction& fn, OpContext& ctx) {
   if (s.contents() == nullptr || !ctx.top_level_forward) return;
   const char* name = fn.name();
   const size_t length = std::strlen(name);
-  if (length == 0 || name[length - 1] != '_' || changesOnlyMetadata(name)) return;
-  forEachWrittenTensor(opWrites(fn), fn.inputs(), [&](const at::Tensor& t) {
+  const bool in_place = length != 0 && name[length - 1] == '_' && !changesOnlyMetadata(name);
+  const OpWrites& writes = opWrites(fn);
+  if (!in_place && !writes.unannounced) return;
+  forEachWrittenTensor(writes, fn.inputs(), [&](const at::Tensor& t) {
     if (!t.defined() || compat::versionCounterIdentity(*t.unsafeGetTensorImpl()) == nullptr) return;
     ctx.versions.emplace_back(t, t.unsafeGetTensorImpl()->version_counter().current_version());
   });

@@ -83,9 +83,9 @@ const OpWrites& opWrites(const at::RecordFunction& fn) {
   e->writes.known = true;
   const auto& args = schema->arguments();
   for (size_t i = 0; i < args.size(); ++i) {
-    if ((args[i].alias_info() != nullptr && args[i].alias_info()->isWrite()) || writesUnannounced(args[i].name())) {
-      e->writes.written.push_back(static_cast<uint16_t>(i));
-    }
+    const bool announced = args[i].alias_info() != nullptr && args[i].alias_info()->isWrite();
+    if (announced || writesUnannounced(args[i].name())) e->writes.written.push_back(static_cast<uint16_t>(i));
+    if (!announced && writesUnannounced(args[i].name())) e->writes.unannounced = true;
   }
   std::unique_lock<std::shared_mutex> lock(c.mutex);
   std::unique_ptr<Entry>& slot = c.entries[name];

@@ -24,6 +24,9 @@ namespace acc::recorder {
 struct OpWrites {
   bool known = false;             // the scope is an op with a schema
   std::vector<uint16_t> written;  // indexes of the arguments it writes
+  // Some of them its schema does not mark (a batch norm's running
+  // statistics): their version counters do not move either.
+  bool unannounced = false;
 
   bool writes(size_t argument) const {
     for (uint16_t w : written) {

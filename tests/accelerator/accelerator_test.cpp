@@ -205,6 +205,39 @@ TEST(Accelerator, DeviceStatisticsAndDataEqualTheCpus) {
   }
 }
 
+// Tensors written where the content store's version counters do not see
+// it, or by an op nested in the one that recorded them, on the device as on
+// the CPU (where a sample of the values checks every hit):
+//  - BatchNorm's running statistics, which an op nested in aten::batch_norm
+//    updates without moving their version: each step's are recorded as
+//    they are, not as a reference to the first step's (op_writes.h);
+//  - gradients accumulated over two backward passes, the second adding
+//    into the .grad tensors the first made (an add_ nested in
+//    AccumulateGrad).
+TEST(Accelerator, TensorsWrittenBehindTheRecordHaveTheirOwnStatistics) {
+  const Env env{{"ACC_LEVEL", "1"}, {"NORM", "batch"}, {"ACCUMULATE", "2"}, {"ZERO_GRAD", "none"}};
+  const Recorded& cpu = *recorded(env);
+  const Recorded& dev = *recorded(onDevice(env));
+  ASSERT_EQ(cpu.result.exit_code, 0) << cpu.result.err;
+  ASSERT_EQ(dev.result.exit_code, 0) << dev.result.err;
+  const nlohmann::json batches = readRank(dev.dir / "rank0").manifest["device_stats"];
+  EXPECT_EQ(batches["stale"].get<uint64_t>(), 0u) << batches.dump();
+  auto a = tensorIndex(cpu.rec), b = tensorIndex(dev.rec);
+  size_t norms = 0, compared = 0;
+  for (const auto& [key, t0] : a) {
+    auto it = b.find(key);
+    ASSERT_NE(it, b.end()) << key << " missing on the device";
+    if (!t0->has_stats) continue;
+    ASSERT_TRUE(it->second->has_stats) << key;
+    EXPECT_EQ(t0->stats.checksum, it->second->stats.checksum) << key;
+    EXPECT_EQ(t0->stats.mean, it->second->stats.mean) << key;
+    if (key.find("aten::batch_norm.") != std::string::npos && key.find(".fwd") != std::string::npos) ++norms;
+    ++compared;
+  }
+  EXPECT_GE(norms, 20u);  // batch_norm's inputs and output, twice a step in steps 1 and 2
+  EXPECT_GT(compared, 100u);
+}
+
 struct Compared {
   RunResult result;
   nlohmann::json summary;

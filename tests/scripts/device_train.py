@@ -18,6 +18,12 @@ Options (environment, so the script never changes between runs):
   ZERO_GRAD     zero: zero_grad() zeroes the gradients in place (torch
                 1.13's default), none: it lets them go (torch 2.x's);
                 default: the torch's own
+  NORM          batch: a BatchNorm1d after the first Linear, whose
+                running statistics an op nested in aten::batch_norm writes
+                (default: none)
+  ACCUMULATE    N: each step adds the gradients of N backward passes
+                (halves, thirds... of the batch) into the same .grad
+                tensors, as gradient accumulation does (default 1)
   DTYPE         float32 (default), float64 or bfloat16
   WRONG_GELU_LIB  a library to load with torch.ops.load_library first: the
                 CPU's wrong gelu kernels of tests/compare/wrong_kernel
@@ -61,7 +67,10 @@ def main():
         device = testdev.load(os.environ["TESTDEV_LIB"])
     torch.manual_seed(0)
     torch.set_num_threads(1)
-    blocks = [torch.nn.Linear(16, width), torch.nn.GELU()]
+    norm = os.environ.get("NORM", "")
+    if norm not in ("", "batch"):
+        sys.exit(f"device_train.py: NORM must be batch, not {norm!r}")
+    blocks = [torch.nn.Linear(16, width)] + ([torch.nn.BatchNorm1d(width)] if norm else []) + [torch.nn.GELU()]
     for _ in range(layers - 1):
         blocks += [torch.nn.Linear(width, width), torch.nn.GELU()]
     blocks.append(torch.nn.Linear(width, 4))
@@ -126,13 +135,15 @@ def train(model, x, target, steps, kernel_seconds=None):
     if zero_grad not in ("", "zero", "none"):
         sys.exit(f"device_train.py: ZERO_GRAD must be zero or none, not {zero_grad!r}")
     zero_grad_args = {} if not zero_grad else {"set_to_none": zero_grad == "none"}
+    accumulate = int(os.environ.get("ACCUMULATE", "1"))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, foreach=foreach)
     for step in range(steps):
         kernels = kernel_seconds() if kernel_seconds else 0.0
         start = time.perf_counter()
         optimizer.zero_grad(**zero_grad_args)
-        loss = torch.nn.functional.mse_loss(model(x), target)
-        engine_backward(loss)  # loss.backward(), see engine_backward.py
+        for xs, ts in zip(x.chunk(accumulate), target.chunk(accumulate)):
+            loss = torch.nn.functional.mse_loss(model(xs), ts)
+            engine_backward(loss)  # loss.backward(), see engine_backward.py
         optimizer.step()
         value = loss.item()  # waits for the device: the step is done
         line = f"step {step} loss {value:.17g} time {time.perf_counter() - start:.6f}"
