@@ -668,9 +668,9 @@ void endBackward(Session& s, OpContext& ctx) {
 // storage, so none appears inside such an op on its own thread; one added
 // by another thread meanwhile makes the ops inside counted, which changes
 // no decision (they stay unnamed and not top-level).
-bool nestedOnly(Session& s, bool collective) {
-  return !isNamed(s, threadState(), /*backward=*/false, collective) && s.overrides() == nullptr &&
-         s.random() == nullptr && s.uninitialized().empty();
+bool nestedOnly(Session& s, const ThreadState& tls, bool collective) {
+  return !isNamed(s, tls, /*backward=*/false, collective) && s.overrides() == nullptr && s.random() == nullptr &&
+         s.uninitialized().empty();
 }
 
 // Whether an ATen op inside another op on this thread is nestedOnly() and
@@ -679,10 +679,9 @@ bool nestedOnly(Session& s, bool collective) {
 // name comparisons included (a few thousand callbacks a step on the
 // transformer LM: 0.19 M instructions a step less, about 60 each).
 bool nestedUnwatched(Session& s, const ThreadState& tls) {
-  if (tls.depth == 0 || tls.scope_started || s.config().nested || s.config().grads) return false;
+  if (tls.depth == 0 || tls.scope_started || s.config().grads) return false;
   StatsBatch* batch = s.statsBatch();
-  return (batch == nullptr || batch->idle()) && s.overrides() == nullptr && s.random() == nullptr &&
-         s.uninitialized().empty();
+  return (batch == nullptr || batch->idle()) && nestedOnly(s, tls, /*collective=*/false);
 }
 
 // Every forward op, recorded or not (a nested op may write what an outer op
@@ -757,7 +756,7 @@ std::unique_ptr<at::ObserverContext> onStart(const at::RecordFunction& fn) {
   const bool collective = !backward && isCollective(name);
   if (backward) {
     flushPending(*s);
-  } else if (nestedOnly(*s, collective)) {
+  } else if (nestedOnly(*s, tls, collective)) {
     beforeOp(*s, fn, /*collective=*/false);
     return nullptr;
   }

@@ -84,8 +84,9 @@ const OpWrites& opWrites(const at::RecordFunction& fn) {
   const auto& args = schema->arguments();
   for (size_t i = 0; i < args.size(); ++i) {
     const bool announced = args[i].alias_info() != nullptr && args[i].alias_info()->isWrite();
-    if (announced || writesUnannounced(args[i].name())) e->writes.written.push_back(static_cast<uint16_t>(i));
-    if (!announced && writesUnannounced(args[i].name())) e->writes.unannounced = true;
+    const bool unannounced = !announced && writesUnannounced(args[i].name());
+    if (announced || unannounced) e->writes.written.push_back(static_cast<uint16_t>(i));
+    e->writes.unannounced = e->writes.unannounced || unannounced;
   }
   std::unique_lock<std::shared_mutex> lock(c.mutex);
   std::unique_ptr<Entry>& slot = c.entries[name];

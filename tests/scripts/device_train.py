@@ -23,7 +23,8 @@ Options (environment, so the script never changes between runs):
                 (default: none)
   ACCUMULATE    N: each step adds the gradients of N backward passes
                 (halves, thirds... of the batch) into the same .grad
-                tensors, as gradient accumulation does (default 1)
+                tensors, as gradient accumulation does (default 1); the
+                step's line then shows the last pass's loss
   DTYPE         float32 (default), float64 or bfloat16
   WRONG_GELU_LIB  a library to load with torch.ops.load_library first: the
                 CPU's wrong gelu kernels of tests/compare/wrong_kernel
@@ -135,7 +136,10 @@ def train(model, x, target, steps, kernel_seconds=None):
     if zero_grad not in ("", "zero", "none"):
         sys.exit(f"device_train.py: ZERO_GRAD must be zero or none, not {zero_grad!r}")
     zero_grad_args = {} if not zero_grad else {"set_to_none": zero_grad == "none"}
-    accumulate = int(os.environ.get("ACCUMULATE", "1"))
+    accumulate = os.environ.get("ACCUMULATE", "1")
+    if not accumulate.isdigit() or int(accumulate) < 1:
+        sys.exit(f"device_train.py: ACCUMULATE must be a whole number of backward passes, 1 or more, not {accumulate!r}")
+    accumulate = int(accumulate)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, foreach=foreach)
     for step in range(steps):
         kernels = kernel_seconds() if kernel_seconds else 0.0
